@@ -1,0 +1,35 @@
+"""svmopt: composable SVM training on JAX.
+
+    import svmopt
+    from svmopt.losses import lp_hinge
+    from svmopt.regularizers import l2
+    from svmopt.solvers import alm
+
+    r = svmopt.solve(X, y, loss=lp_hinge(1.5), reg=l2, method=alm, C=1.0)
+    r.w, r.b, r.primal_objective, r.gap, r.status
+"""
+from . import losses, regularizers, smoothing, solvers
+from .io import LibsvmFormatError, dump_svmlight, load_svmlight
+from .losses import MissingCapability
+from .operators import as_operator
+from .result import ConvergenceWarning, Result, SolverError, Status
+from .solve import solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "solve",
+    "Result",
+    "Status",
+    "ConvergenceWarning",
+    "SolverError",
+    "MissingCapability",
+    "LibsvmFormatError",
+    "load_svmlight",
+    "dump_svmlight",
+    "as_operator",
+    "losses",
+    "regularizers",
+    "smoothing",
+    "solvers",
+]

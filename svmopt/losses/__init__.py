@@ -1,0 +1,18 @@
+"""Losses as pure functions of the margin m = y (w.x + b); see ``Loss``."""
+from ._base import DualDescription, Loss, LossFamily, MissingCapability, prox_newton
+from ._library import from_function, hinge, least_squares, logistic, lp_hinge, smoothed_hinge, squared_hinge
+
+__all__ = [
+    "Loss",
+    "LossFamily",
+    "DualDescription",
+    "MissingCapability",
+    "prox_newton",
+    "hinge",
+    "squared_hinge",
+    "lp_hinge",
+    "smoothed_hinge",
+    "least_squares",
+    "logistic",
+    "from_function",
+]

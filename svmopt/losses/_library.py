@@ -1,0 +1,291 @@
+"""The losses svmopt ships, as functions of the margin m = y (w.x + b)."""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .. import smoothing
+from ._base import DualDescription, Loss, LossFamily, prox_newton
+
+__all__ = [
+    "hinge",
+    "squared_hinge",
+    "lp_hinge",
+    "smoothed_hinge",
+    "least_squares",
+    "logistic",
+    "from_function",
+]
+
+
+def _relu(x):
+    return jnp.maximum(x, 0.0)
+
+
+# ---------------------------------------------------------------- smoothed hinge
+def _sh_mu(params):
+    # per-sample smoothing mu * ||x_i||_inf once bound to data, mu before
+    return params["mu"] * params.get("kappa", 1.0)
+
+
+def _sh_prox(params, v, gamma):
+    # Closed form of the prox of the piecewise (linear / quadratic / zero) smoothed hinge.
+    mu = _sh_mu(params)
+    m_quad = (mu * v + gamma) / (mu + gamma)  # stationary point on the quadratic piece
+    m_lin = v + gamma  # on the linear piece (1 - m >= mu)
+    return jnp.where(v >= 1.0, v, jnp.where(m_quad >= 1.0 - mu, m_quad, m_lin))
+
+
+_SMOOTHED_HINGE = LossFamily(
+    name="smoothed_hinge",
+    value=lambda p, m: smoothing.smoothed_hinge_value(m, _sh_mu(p)),
+    derivative=lambda p, m: smoothing.smoothed_hinge_derivative(m, _sh_mu(p)),
+    prox=_sh_prox,
+    curvature=lambda p: 1.0 / _sh_mu(p),
+    smooth=True,
+    dual=DualDescription(
+        lower=0.0, upper=1.0, dual_value=lambda p, a: a - 0.5 * _sh_mu(p) * a * a, quad=lambda p: 0.5 * _sh_mu(p)
+    ),
+    describe=lambda p: f"mu={p['mu']}",
+    bind=lambda p, row_inf: {**p, "kappa": row_inf},
+)
+
+
+def smoothed_hinge(mu: float = 5.0, per_sample: bool = True) -> Loss:
+    """NESVM's smoothed hinge (eq. 10): max_{u in [0,1]} u (1 - m) - mu_i/2 u^2.
+
+    With ``per_sample=True`` (the paper's choice) mu_i = mu * ||x_i||_inf, attached
+    when a solver binds the loss to the data; otherwise mu_i = mu. Default mu = 5
+    as in the paper's experiments. Under-approximates the hinge by <= mu_i / 2
+    (Theorem 1).
+    """
+    if not mu > 0:
+        raise ValueError(f"smoothed_hinge needs mu > 0, got {mu}")
+    fam = _SMOOTHED_HINGE if per_sample else _SMOOTHED_HINGE_PLAIN
+    return Loss(fam, {"mu": jnp.asarray(mu)})
+
+
+_SMOOTHED_HINGE_PLAIN = LossFamily(**{**_SMOOTHED_HINGE.__dict__, "name": "smoothed_hinge_plain", "bind": None})
+
+
+# ---------------------------------------------------------------- hinge (p = 1)
+def _hinge_prox(params, v, gamma):
+    # eq. 12 of SVM-ALM, written in the margin: move right by gamma, stop at the kink.
+    return jnp.where(v >= 1.0, v, jnp.minimum(v + gamma, 1.0))
+
+
+_HINGE = LossFamily(
+    name="hinge",
+    value=lambda p, m: _relu(1.0 - m),
+    derivative=lambda p, m: jnp.where(m < 1.0, -1.0, 0.0).astype(jnp.result_type(m)),
+    prox=_hinge_prox,
+    smooth=False,
+    smoothed=lambda p, mu: smoothed_hinge(mu),
+    dual=DualDescription(lower=0.0, upper=1.0, dual_value=lambda p, a: a, quad=lambda p: 0.0),
+)
+hinge = Loss(_HINGE, {})
+"""(1 - m)_+, the L1-loss SVM. Dual: box [0, C], no diagonal."""
+
+
+# ---------------------------------------------------------------- squared hinge (p = 2)
+_SQUARED_HINGE = LossFamily(
+    name="squared_hinge",
+    value=lambda p, m: _relu(1.0 - m) ** 2,
+    derivative=lambda p, m: -2.0 * _relu(1.0 - m),
+    # eq. 13 of SVM-ALM in the margin: shrink the distance to the kink by 1 + 2 gamma
+    prox=lambda p, v, gamma: jnp.where(v >= 1.0, v, (v + 2.0 * gamma) / (1.0 + 2.0 * gamma)),
+    curvature=lambda p: 2.0,
+    smooth=True,
+    dual=DualDescription(lower=0.0, upper=math.inf, dual_value=lambda p, a: a - 0.25 * a * a, quad=lambda p: 0.25),
+)
+squared_hinge = Loss(_SQUARED_HINGE, {})
+"""(1 - m)_+^2, the L2-loss SVM. Dual: alpha >= 0 with D_ii = 1/(2C)."""
+
+
+# ---------------------------------------------------------------- Lp hinge, any real p >= 1
+def _lp_value(p, m):
+    return _relu(1.0 - m) ** p["p"]
+
+
+def _lp_derivative(p, m):
+    r = _relu(1.0 - m)
+    return -p["p"] * jnp.where(r > 0, r ** (p["p"] - 1.0), 0.0)
+
+
+def _lp_prox(params, v, gamma, iters: int = 60):
+    """eq. 11 of SVM-ALM in the margin: for v < 1 solve r + gamma p r^(p-1) = a, a = 1 - v > 0.
+
+    The left side is increasing, so the root is unique. Newton is run on a variable in
+    which the equation is convex (u = r^(p-1) when p < 2, r itself when p > 2), started
+    above the root: the iterates then decrease monotonically to it, with no bracketing.
+    """
+    p = params["p"]
+    a = jnp.maximum(1.0 - v, 0.0)
+    gp = gamma * p
+    tiny = jnp.finfo(jnp.result_type(v)).tiny
+    small_p = p < 2.0
+    q = jnp.where(small_p, 1.0 / (p - 1.0), p - 1.0)  # exponent of the convex term
+    c1 = jnp.where(small_p, gp, 1.0)  # phi(x) = x^q * c0 + c1 x - a with c0 = 1 or gp
+    c0 = jnp.where(small_p, 1.0, gp)
+    # start above the root: both terms are >= 0, so x* <= a / c1 and x* <= (a / c0)^(1/q)
+    x0 = jnp.minimum(a / c1, (a / c0) ** (1.0 / q))
+
+    eps = jnp.finfo(jnp.result_type(v)).eps
+
+    def body(c):
+        x, k, _ = c
+        xs = jnp.maximum(x, tiny)
+        xq1 = xs ** (q - 1.0)
+        phi = c0 * xq1 * xs + c1 * xs - a
+        x_new = jnp.maximum(xs - phi / (c0 * q * xq1 + c1), 0.0)
+        moving = jnp.any(x - x_new > 4 * eps * x)  # monotone: steps only go down
+        return x_new, k + 1, moving
+
+    x, _, _ = lax.while_loop(lambda c: c[2] & (c[1] < iters), body, (x0, 0, jnp.asarray(True)))
+    r = jnp.where(small_p, x ** q, x)
+    return jnp.where(v >= 1.0, v, 1.0 - r)
+
+
+def _lp_dual_value(params, a):
+    # -l*(-a) = a - (p-1) (a/p)^(p/(p-1)) for a >= 0 (conjugate of r_+^p)
+    p = params["p"]
+    return a - (p - 1.0) * (a / p) ** (p / (p - 1.0))
+
+
+_LP_HINGE = LossFamily(
+    name="lp_hinge",
+    value=_lp_value,
+    derivative=_lp_derivative,
+    prox=_lp_prox,
+    smooth=False,  # for 1 < p < 2 the derivative is continuous but not Lipschitz
+    smoothed=lambda p, mu: _moreau(Loss(_LP_HINGE, p), mu),
+    dual=DualDescription(lower=0.0, upper=math.inf, dual_value=_lp_dual_value),
+    describe=lambda p: f"p={float(p['p']):g}",
+)
+
+
+def lp_hinge(p: float) -> Loss:
+    """(1 - m)_+^p for any real p >= 1 (SVM-ALM's Lp-primal SVM).
+
+    p = 1 and p = 2 return ``hinge`` and ``squared_hinge`` (closed-form prox, eq. 12-13);
+    other p use a monotone 1-D root finder for the prox (eq. 11).
+    """
+    try:
+        p = float(p)
+    except TypeError as exc:
+        raise TypeError(f"lp_hinge needs a real p >= 1, got {p!r}") from exc
+    if not (p >= 1.0) or not math.isfinite(p):
+        raise ValueError(f"lp_hinge needs p >= 1 (a convex loss), got p = {p}")
+    if p == 1.0:
+        return hinge
+    if p == 2.0:
+        return squared_hinge
+    return Loss(_LP_HINGE, {"p": jnp.asarray(p)})
+
+
+# ---------------------------------------------------------------- least squares
+_LEAST_SQUARES = LossFamily(
+    name="least_squares",
+    value=lambda p, m: (1.0 - m) ** 2,
+    derivative=lambda p, m: -2.0 * (1.0 - m),
+    prox=lambda p, v, gamma: (v + 2.0 * gamma) / (1.0 + 2.0 * gamma),
+    curvature=lambda p: 2.0,
+    smooth=True,
+    dual=DualDescription(
+        lower=-math.inf, upper=math.inf, dual_value=lambda p, a: a - 0.25 * a * a, quad=lambda p: 0.25
+    ),
+)
+least_squares = Loss(_LEAST_SQUARES, {})
+"""(1 - m)^2 = (y - f)^2 for y in {-1, +1}: LS-SVM. Dual: unbounded alpha, D_ii = 1/(2C)."""
+
+
+# ---------------------------------------------------------------- logistic
+def _xlogx(x):
+    return jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)
+
+
+_LOGISTIC = LossFamily(
+    name="logistic",
+    value=lambda p, m: jnp.logaddexp(0.0, -m),
+    derivative=lambda p, m: -jax.nn.sigmoid(-m),
+    prox=lambda p, v, gamma: prox_newton(
+        lambda m: -jax.nn.sigmoid(-m), lambda m: jax.nn.sigmoid(m) * jax.nn.sigmoid(-m), v, gamma
+    ),
+    curvature=lambda p: 0.25,
+    smooth=True,
+    dual=DualDescription(lower=0.0, upper=1.0, dual_value=lambda p, a: -_xlogx(a) - _xlogx(1.0 - a)),
+)
+logistic = Loss(_LOGISTIC, {})
+"""log(1 + exp(-m)), logistic regression. Dual: entropy on [0, 1] (not box-plus-diagonal)."""
+
+
+# ---------------------------------------------------------------- generic: Moreau smoothing, user losses
+def _moreau(base: Loss, mu) -> Loss:
+    """Smooth any loss with a prox by its Moreau envelope (Nesterov smoothing, d = u^2/2)."""
+    fam = _moreau_family(base.family)
+    return Loss(fam, {"base": base.params, "mu": jnp.asarray(mu)})
+
+
+_MOREAU_CACHE: dict = {}
+
+
+def _moreau_family(base: LossFamily) -> LossFamily:
+    # one family object per base family so jitted solvers are not recompiled
+    if base not in _MOREAU_CACHE:
+
+        def prox_b(p, m, g):
+            return base.prox(p["base"], m, g)
+
+        _MOREAU_CACHE[base] = LossFamily(
+            name=f"moreau_{base.name}",
+            value=lambda p, m: smoothing.moreau_value(
+                lambda z: base.value(p["base"], z), lambda z, g: prox_b(p, z, g), m, p["mu"]
+            ),
+            derivative=lambda p, m: smoothing.moreau_derivative(lambda z, g: prox_b(p, z, g), m, p["mu"]),
+            curvature=lambda p: 1.0 / p["mu"],
+            smooth=True,
+            describe=lambda p: f"mu={p['mu']}",
+        )
+    return _MOREAU_CACHE[base]
+
+
+def from_function(fn, name: str | None = None, *, smooth: bool | None = None, curvature: float | None = None,
+                  conjugate=None, dual_box=(0.0, math.inf)) -> Loss:
+    """Turn a plain ``jnp`` function of the margin into a Loss.
+
+    The derivative comes from ``jax.grad``, the prox from the safeguarded Newton solver
+    (valid for any convex ``fn``). ``curvature`` (sup |fn''|) marks the loss smooth for
+    NESVM; ``conjugate`` (a function giving -l*(-a) on ``dual_box``) enables duality gaps.
+    Convexity is the caller's promise: it is checked on a grid here and a violation raises.
+    """
+    if not callable(fn):
+        raise TypeError(f"from_function needs a callable of the margin, got {fn!r}")
+    deriv = jax.vmap(jax.grad(fn))
+    second = jax.vmap(jax.grad(jax.grad(fn)))
+
+    def elementwise(f):
+        return lambda m: f(jnp.ravel(m)).reshape(jnp.shape(m))
+
+    grid = jnp.linspace(-5.0, 5.0, 201)
+    vals = jnp.asarray(fn(grid), dtype=float)
+    if vals.shape != grid.shape:
+        raise ValueError(f"loss function {name or fn} must be elementwise (same shape out as in)")
+    dv = jnp.diff(jnp.asarray(deriv(grid)))
+    if not bool(jnp.all(jnp.isfinite(vals))):
+        raise ValueError(f"loss function {name or fn} is not finite on margins in [-5, 5]")
+    if bool(jnp.any(dv < -1e-6 * (1 + jnp.abs(dv).max()))):
+        raise ValueError(f"loss function {name or fn} is not convex (its derivative decreases on [-5, 5])")
+    fam = LossFamily(
+        name=name or getattr(fn, "__name__", "custom"),
+        value=lambda p, m: fn(m),
+        derivative=lambda p, m: elementwise(deriv)(m),
+        prox=lambda p, v, g: prox_newton(elementwise(deriv), elementwise(second), v, g),
+        curvature=None if curvature is None else (lambda p: curvature),
+        smooth=bool(smooth) if smooth is not None else curvature is not None,
+        dual=None if conjugate is None else DualDescription(dual_box[0], dual_box[1], lambda p, a: conjugate(a)),
+    )
+    fam = LossFamily(**{**fam.__dict__, "smoothed": lambda p, mu: _moreau(Loss(fam), mu)}) if fam.prox else fam
+    return Loss(fam, {})

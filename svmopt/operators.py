@@ -1,0 +1,189 @@
+"""Data operators: the design matrix X (n x d) behind one interface.
+
+Solvers only ever touch X through
+
+  matvec(w)        X w                      (n,)
+  rmatvec(u)       X^T u                    (d,)
+  fused(w, f, a)   X^T g, sum(s) with (g, s) = f(X w, a) computed block by block,
+                   so X is read once per gradient pass
+  row_sq_norms()   ||x_i||^2               (n,)
+  row_inf_norms()  ||x_i||_inf             (n,)
+
+Both operators are pytrees (arrays are leaves, shapes static), so they are
+passed to jitted solvers as arguments: one compilation per shape and dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["DenseOperator", "SparseOperator", "as_operator"]
+
+
+@jax.tree_util.register_pytree_node_class
+class DenseOperator:
+    """Dense X as a jax array; the fused pass walks row blocks of ``block_rows``."""
+
+    def __init__(self, X, block_rows: int = 8192):
+        self.X = X
+        self.block_rows = int(block_rows)
+
+    def tree_flatten(self):
+        return (self.X,), self.block_rows
+
+    @classmethod
+    def tree_unflatten(cls, block_rows, children):
+        return cls(children[0], block_rows)
+
+    @property
+    def shape(self):
+        return self.X.shape
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.X.shape)) * self.X.dtype.itemsize
+
+    def matvec(self, w):
+        return self.X @ w
+
+    def rmatvec(self, u):
+        return u @ self.X
+
+    def fused(self, w, f, aux=()):
+        n, d = self.X.shape
+        bs = min(self.block_rows, n)
+        nblocks = -(-n // bs)
+        if nblocks == 1:
+            g, s = f(self.X @ w, *aux)
+            return g @ self.X, jnp.sum(s)
+
+        def body(i, carry):
+            acc, tot = carry
+            # the last block is clamped to end at n; rows already seen are masked out
+            start = jnp.minimum(i * bs, n - bs)
+            Xb = lax.dynamic_slice_in_dim(self.X, start, bs, 0)
+            ab = [lax.dynamic_slice_in_dim(a, start, bs, 0) for a in aux]
+            g, s = f(Xb @ w, *ab)
+            fresh = (start + jnp.arange(bs)) >= i * bs
+            g = jnp.where(fresh, g, 0.0)
+            s = jnp.where(fresh, s, 0.0)
+            return acc + g @ Xb, tot + jnp.sum(s)
+
+        zero = jnp.zeros((d,), self.X.dtype)
+        return lax.fori_loop(0, nblocks, body, (zero, jnp.zeros((), self.X.dtype)))
+
+    def row_sq_norms(self):
+        return jnp.sum(self.X * self.X, axis=1)
+
+    def row_inf_norms(self):
+        return jnp.max(jnp.abs(self.X), axis=1)
+
+    def rows(self, idx):
+        """Dense rows X[idx] (k x d)."""
+        return self.X[idx]
+
+
+@jax.tree_util.register_pytree_node_class
+class SparseOperator:
+    """CSR X kept sparse: values, column indices and (sorted) row ids of the nonzeros.
+
+    ``matvec`` is a sorted segment sum over rows; ``rmatvec`` a scatter-add over
+    columns. ``indptr`` is kept for row slicing by solvers that walk rows.
+    """
+
+    def __init__(self, data, indices, row_ids, indptr, shape):
+        self.data = data
+        self.indices = indices
+        self.row_ids = row_ids
+        self.indptr = indptr
+        self._shape = tuple(int(s) for s in shape)
+
+    def tree_flatten(self):
+        return (self.data, self.indices, self.row_ids, self.indptr), self._shape
+
+    @classmethod
+    def tree_unflatten(cls, shape, children):
+        return cls(*children, shape)
+
+    @classmethod
+    def from_scipy(cls, A, dtype):
+        A = sp.csr_matrix(A)
+        A.sum_duplicates()
+        A.sort_indices()
+        n = A.shape[0]
+        row_ids = np.repeat(np.arange(n, dtype=np.int32), np.diff(A.indptr))
+        return cls(
+            jnp.asarray(A.data, dtype=dtype),
+            jnp.asarray(A.indices, dtype=jnp.int32),
+            jnp.asarray(row_ids),
+            jnp.asarray(A.indptr, dtype=jnp.int32),
+            A.shape,
+        )
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return self.nnz * (self.data.dtype.itemsize + 4)
+
+    def matvec(self, w):
+        return jax.ops.segment_sum(self.data * w[self.indices], self.row_ids, self._shape[0], indices_are_sorted=True)
+
+    def rmatvec(self, u):
+        return jax.ops.segment_sum(self.data * u[self.row_ids], self.indices, self._shape[1])
+
+    def fused(self, w, f, aux=()):
+        g, s = f(self.matvec(w), *aux)
+        return self.rmatvec(g), jnp.sum(s)
+
+    def row_sq_norms(self):
+        return jax.ops.segment_sum(self.data * self.data, self.row_ids, self._shape[0], indices_are_sorted=True)
+
+    def row_inf_norms(self):
+        return jax.ops.segment_max(
+            jnp.abs(self.data), self.row_ids, self._shape[0], indices_are_sorted=True
+        ).clip(min=0.0)
+
+    def to_scipy(self):
+        return sp.csr_matrix(
+            (np.asarray(self.data), np.asarray(self.indices), np.asarray(self.indptr)), shape=self._shape
+        )
+
+
+def as_operator(X, dtype=None, bias_scale: float | None = None):
+    """Wrap numpy / jax / scipy.sparse X as an operator of ``dtype``.
+
+    ``bias_scale`` appends a constant column of that value (LIBLINEAR's ``-B``
+    convention: the intercept becomes a regularized weight).
+    """
+    if isinstance(X, (DenseOperator, SparseOperator)):
+        if bias_scale is not None:
+            raise ValueError("bias_scale cannot be applied to an existing operator; pass the raw matrix")
+        return X
+    if sp.issparse(X):
+        A = sp.csr_matrix(X)
+        if bias_scale is not None:
+            A = sp.hstack([A, np.full((A.shape[0], 1), bias_scale)], format="csr")
+        return SparseOperator.from_scipy(A, dtype or jnp.float32)
+    A = jnp.asarray(X, dtype=dtype)
+    if bias_scale is not None:
+        A = jnp.concatenate([A, jnp.full((A.shape[0], 1), bias_scale, A.dtype)], axis=1)
+    return DenseOperator(A)
