@@ -80,7 +80,13 @@ def core(method, pb: Problem, max_iter: int):
     """init -> while_loop(step, check) -> summarize; pure and vmappable."""
     state = method.init(pb)
     k, state, code = _loop(method, pb, state, jnp.asarray(0), jnp.asarray(RUNNING, jnp.int32), max_iter)
-    return summarize(method, pb, state, k, code)
+    return _summarizer(method)(method, pb, state, k, code)
+
+
+def _summarizer(method):
+    """A method may bring its own ``summarize`` (kernel methods: objectives from alpha)."""
+    own = getattr(type(method), "summarize", None)
+    return (lambda m, *a: own(m, *a)) if own is not None else summarize
 
 
 _batched = {}
@@ -141,8 +147,8 @@ def _compile_core(method, pb, max_iter):
 def _run_with_history(method, pb, max_iter, record_every):
     init = jax.jit(method.init)
     chunk = jax.jit(lambda p, st, k, code, until: _loop(method, p, st, k, code, until))
-    obj = jax.jit(lambda p, st: primal_objective(p, *method.finalize(p, st)[:2]))
-    summ = jax.jit(lambda p, st, k, code: summarize(method, p, st, k, code))
+    obj = jax.jit(lambda p, st: _summarizer(method)(method, p, st, 0, RUNNING)["primal"])
+    summ = jax.jit(lambda p, st, k, code: _summarizer(method)(method, p, st, k, code))
 
     t0 = time.perf_counter()
     state = jax.block_until_ready(init(pb))

@@ -29,13 +29,15 @@ class Problem:
     loss: Loss
     reg: Regularizer
     fit_intercept: bool = True
+    kernel: Any = None  # svmopt.kernels.Kernel for kernel methods, None for linear ones
 
     def tree_flatten(self):
-        return (self.op, self.y, self.s, self.C, self.loss, self.reg), self.fit_intercept
+        return (self.op, self.y, self.s, self.C, self.loss, self.reg, self.kernel), self.fit_intercept
 
     @classmethod
     def tree_unflatten(cls, fit_intercept, children):
-        return cls(*children, fit_intercept=fit_intercept)
+        op, y, s, C, loss, reg, kernel = children
+        return cls(op, y, s, C, loss, reg, fit_intercept=fit_intercept, kernel=kernel)
 
     @property
     def n(self) -> int:
@@ -56,7 +58,7 @@ class Problem:
 
     def replace(self, **kw) -> "Problem":
         fields = dict(op=self.op, y=self.y, s=self.s, C=self.C, loss=self.loss, reg=self.reg,
-                      fit_intercept=self.fit_intercept)
+                      fit_intercept=self.fit_intercept, kernel=self.kernel)
         fields.update(kw)
         return Problem(**fields)
 

@@ -70,6 +70,9 @@ class Result:
     timings: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)
     intercept_scaling: Optional[float] = None  # set when b was learned as a regularized bias feature
+    kernel: Any = None  # kernel models: decision = K(X, support_vectors) @ dual_coef + b
+    support_vectors: Any = None
+    dual_coef: Any = None  # alpha_i y_i of the support vectors
 
     @property
     def message(self) -> str:
@@ -89,6 +92,9 @@ class Result:
     def decision_function(self, X):
         """w.x + b for the rows of X (numpy, jax or scipy.sparse); (k, n) for a batch of k models."""
         w, b = np.asarray(self.w), np.asarray(self.b)
+        if self.kernel is not None:
+            from .kernels import predict_kernel  # lazy: only kernel models need it
+            return predict_kernel(self.kernel, self.support_vectors, self.dual_coef, X) + b
         if w.ndim == 1:
             return np.asarray(X @ w) + b
         return np.asarray(X @ w.T).T + b[:, None]

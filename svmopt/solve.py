@@ -123,7 +123,7 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
 def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, C=1.0,
           fit_intercept: bool = True, intercept_scaling: float | None = None, sample_weight=None,
           tol: float | None = None, max_iter: int | None = None, dtype=None, history: bool = False,
-          record_every: int = 1, throw: bool = False, **method_params: Any) -> Result:
+          record_every: int = 1, throw: bool = False, kernel=None, **method_params: Any) -> Result:
     """Solve  min R(w) + C sum_i s_i loss(y_i (w.x_i + b))  (SPEC section 1).
 
     X: (n, d) numpy / jax array or scipy.sparse matrix; y: (n,) with exactly two labels.
@@ -143,6 +143,13 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
         method = method(**method_params)
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
+    if kernel is not None:
+        from .kernels import Kernel
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r}")
+        if not getattr(method, "supports_kernel", False):
+            raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
+        pb = pb.replace(kernel=jax.tree_util.tree_map(lambda a: jnp.asarray(a, pb.dtype), kernel))
     method.validate(pb)
     if max_iter is None:
         max_iter = method.default_max_iter(pb)
@@ -154,8 +161,16 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
         batch_axes = _axes(pb, C=0)
     out, hist, timings = driver.run(method, pb, max_iter=int(max_iter), history=history,
                                     record_every=record_every, batch_axes=batch_axes)
-    return _to_result(out, hist, timings, method, pb, classes, C if C_arr.ndim == 0 else C_arr,
-                      intercept_scaling, throw)
+    res = _to_result(out, hist, timings, method, pb, classes, C if C_arr.ndim == 0 else C_arr,
+                     intercept_scaling, throw)
+    if pb.kernel is not None and C_arr.ndim == 0:
+        alpha = np.asarray(res.extras["alpha"])
+        sv = np.flatnonzero(alpha > 0)
+        res.kernel = pb.kernel
+        res.support_vectors = X[sv]
+        res.dual_coef = alpha[sv] * np.asarray(pb.y)[sv]
+        res.extras["support"] = sv
+    return res
 
 
 def _axes(pb: Problem, **batched):

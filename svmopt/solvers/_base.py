@@ -15,6 +15,7 @@ from ..losses import MissingCapability
 @dataclasses.dataclass(frozen=True)
 class Method:
     name = "method"
+    supports_kernel = False
 
     def __call__(self, **params) -> "Method":
         names = {f.name for f in dataclasses.fields(self)}
