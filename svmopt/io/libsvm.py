@@ -1,0 +1,358 @@
+"""Read and write LIBSVM / svmlight text files with numpy and scipy only.
+
+Format, one sample per line::
+
+    <label> [qid:<int>] <index>:<value> <index>:<value> ...  [# comment]
+
+Indices are 1-based (as LIBSVM) unless ``zero_based=True`` and must strictly
+increase within a line. Everything after ``#`` is a comment; lines that are
+blank (after removing comments) are skipped and produce no row. Explicit zeros
+written in the file (``13:0.0``) are kept as stored entries of the CSR matrix,
+so ``X.nnz`` equals the number of ``index:value`` tokens.
+
+The reader is vectorized: the whole file is read into memory, token and line
+boundaries are found with numpy on the byte buffer and all numbers are parsed
+by ``np.fromstring``, a few MB at a time. Python only looks at individual lines once
+the vectorized checks have found a problem, to say precisely what and where.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["LibsvmFormatError", "load_svmlight", "dump_svmlight"]
+
+_OPENERS = {".xz": lzma.open, ".lzma": lzma.open, ".bz2": bz2.open, ".gz": gzip.open}
+
+# Tabs, CR (Windows line ends), VT and FF become spaces; '\n' separates lines.
+_WS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+_COLON_TO_SPACE = bytes.maketrans(b":", b" ")
+_COMMENT = re.compile(rb"#[^\n]*")
+# What np.fromstring accepts as a number; the Python checker must agree with it.
+_FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NONFINITE = re.compile(rb"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_DIGITS = re.compile(rb"\d+")
+_MAX_INDEX = 2**53 - 1  # indices are parsed as float64: exact up to here
+_CHUNK = 1 << 22  # bytes parsed at a time (rounded up to a whole line)
+
+
+class LibsvmFormatError(ValueError):
+    """A malformed LIBSVM file; the message reads ``'<file>, line <n>: <reason>'``.
+
+    Attributes ``filename``, ``lineno`` (1-based) and ``reason`` hold the parts.
+    """
+
+    def __init__(self, filename: str, lineno: int, reason: str):
+        super().__init__(f"{filename}, line {lineno}: {reason}")
+        self.filename, self.lineno, self.reason = filename, lineno, reason
+
+    def __reduce__(self):  # picklable (e.g. across multiprocessing) despite 3 arguments
+        return type(self), (self.filename, self.lineno, self.reason)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_bytes(source) -> tuple[bytes, str]:
+    """Return the (decompressed) content and a short name for error messages."""
+    if hasattr(source, "read"):
+        data = source.read()
+        if isinstance(data, str):
+            data = data.encode()
+        return bytes(data), Path(str(getattr(source, "name", "<stream>"))).name
+    path = os.fspath(source)
+    opener = _OPENERS.get(Path(path).suffix.lower(), open)
+    with opener(path, "rb") as f:
+        return f.read(), Path(path).name
+
+
+def _number(tok: bytes, what: str) -> float:
+    if _FLOAT.fullmatch(tok):
+        v = float(tok)
+        if math.isfinite(v):
+            return v
+    elif not _NONFINITE.fullmatch(tok):
+        raise ValueError(f"{what} {tok.decode(errors='replace')!r} is not a number")
+    raise ValueError(f"{what} {tok.decode(errors='replace')!r} is not finite")
+
+
+def _parse_line(line: bytes, zero_based: bool = False, n_features: int | None = None):
+    """Parse one line (comment already removed) the slow, obviously-correct way.
+
+    Returns None for a blank line, else ``(label, qid or None, indices, values)``.
+    Raises ValueError with the reason on any problem. The vectorized reader
+    calls this only to explain an error, and the tests use it as a reference.
+    """
+    toks = line.split()
+    if not toks:
+        return None
+    if b":" in toks[0]:
+        raise ValueError(f"missing label (line starts with {toks[0].decode(errors='replace')!r})")
+    label = _number(toks[0], "label")
+    qid = None
+    if len(toks) > 1 and toks[1].startswith(b"qid:"):
+        if not _DIGITS.fullmatch(toks[1][4:]):
+            raise ValueError(f"bad qid token {toks[1].decode(errors='replace')!r}")
+        qid = int(toks[1][4:])
+        toks = toks[1:]
+    indices, values = [], []
+    for tok in toks[1:]:
+        shown = tok.decode(errors="replace")
+        parts = tok.split(b":")
+        if len(parts) != 2 or not parts[0]:
+            raise ValueError(f"bad token {shown!r} (expected index:value)")
+        if not parts[1]:
+            raise ValueError(f"missing value in {shown!r} (truncated line?)")
+        if not _DIGITS.fullmatch(parts[0]):
+            raise ValueError(f"feature index {parts[0].decode(errors='replace')!r} "
+                             "is not a non-negative integer")
+        idx = int(parts[0])
+        if idx == 0 and not zero_based:
+            raise ValueError("feature index 0 is not positive (indices are 1-based)")
+        if indices and idx <= indices[-1]:
+            raise ValueError(f"feature index {idx} is not greater than the previous "
+                             f"index {indices[-1]} (indices must increase within a line)")
+        limit = _MAX_INDEX if n_features is None else n_features - 1 + (not zero_based)
+        if idx > limit:
+            raise ValueError(f"feature index {idx} is out of range (n_features={n_features})")
+        values.append(_number(parts[1], f"value of feature {idx}"))
+        indices.append(idx)
+    return label, qid, indices, values
+
+
+def _raise_at(data, name, line_starts, first_line, zero_based, n_features):
+    """Scan lines from ``first_line`` in Python and raise at the first bad one."""
+    for i in range(first_line, len(line_starts)):
+        end = line_starts[i + 1] - 1 if i + 1 < len(line_starts) else len(data)
+        try:
+            _parse_line(data[line_starts[i]:end], zero_based, n_features)
+        except ValueError as e:
+            raise LibsvmFormatError(name, i + 1, str(e)) from None
+    # Only reachable if the fast checks and _parse_line disagree (a bug here).
+    raise LibsvmFormatError(name, first_line + 1, "could not parse the file")
+
+
+def _first_min(*arrays):
+    return min((int(a.min()) for a in arrays if len(a)), default=None)
+
+
+def _parse(data, name, zero_based, n_features, dtype):
+    """Vectorized parse of one chunk ``data`` (comments removed, whitespace
+    normalized, whole lines). Returns ``(labels, qid or None, entries per row,
+    column of each entry, values)``; line numbers in errors are chunk-relative.
+
+    The checks below find bad lines, but the number parser cannot say where it
+    failed and a structural error may hide an earlier bad number, so those two
+    cases rescan the chunk in Python from its start (cheap: chunks are small).
+    """
+    buf = np.frombuffer(data, np.uint8)
+    line_starts = np.concatenate(([0], np.flatnonzero(buf == 10) + 1))
+
+    def fail(first_line=0):
+        _raise_at(data, name, line_starts, int(first_line), zero_based, n_features)
+
+    # Tokens are runs of bytes > 32 (all whitespace is <= 32; any other control
+    # byte makes the number parser fail below, so it cannot slip through).
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], buf > 32, [False]))))
+    ts, te = edges[0::2], edges[1::2]  # token k is data[ts[k]:te[k]]
+    line = np.searchsorted(line_starts, ts, "right") - 1  # 0-based line of each token
+    first = np.ones(len(ts), bool)  # first token of a line = the label
+    first[1:] = line[1:] != line[:-1]
+
+    # Structure: a label has no ':', every other token has one with text on both sides.
+    colons = np.flatnonzero(buf == 58)
+    c0 = np.searchsorted(colons, ts)
+    ncolon = np.searchsorted(colons, te) - c0
+    pair = ~first & (ncolon == 1)
+    bad = (first & (ncolon != 0)) | (~first & (ncolon != 1))
+    cp = colons[np.minimum(c0, len(colons) - 1)] if len(colons) else np.zeros_like(ts)
+    bad |= pair & ((cp == ts) | (cp == te - 1))
+    # qid:N is only allowed right after the label.
+    is_qid = pair & (cp - ts == 3)
+    k = np.flatnonzero(is_qid)
+    is_qid[k] = ((buf[ts[k]] == ord("q")) & (buf[ts[k] + 1] == ord("i"))
+                 & (buf[ts[k] + 2] == ord("d")))
+    bad |= is_qid & ~np.concatenate(([False], first[:-1]))
+    feat = pair & ~is_qid
+    # Indices and qid values must be digit strings: mark their byte ranges with
+    # +1/-1 steps, integrate, and look for non-digits inside. (Bad tokens are
+    # left out, their ranges could be empty and break the integration.)
+    gf, gq = feat & ~bad, is_qid & ~bad
+    step = np.zeros(len(buf) + 1, np.int8)
+    step[ts[gf]], step[cp[gf]] = 1, -1
+    step[cp[gq] + 1], step[te[gq]] = 1, -1
+    inside = np.cumsum(step[:-1], dtype=np.int8).view(bool)
+    nondigit = inside & ((buf - 48) > 9)
+    if bad.any() or nondigit.any() or b"\x00" in data:  # (np.fromstring stops at NUL)
+        fail()
+
+    # Parse all numbers at once: with ':' -> ' ' and 'qid' -> '0  ' the text is a
+    # flat list of numbers, one per label and two per index:value or qid token.
+    text = data.translate(_COLON_TO_SPACE)
+    if is_qid.any():
+        t = np.frombuffer(text, np.uint8).copy()
+        q = ts[is_qid]
+        t[q], t[q + 1], t[q + 2] = ord("0"), 32, 32
+        text = t.tobytes()
+    nfield = np.where(first, 1, 2)
+    try:
+        # (guard: np.fromstring returns [-1.] for whitespace-only text)
+        fields = np.fromstring(text, sep=" ") if len(ts) else np.zeros(0)
+    except ValueError:
+        fields = None
+    if fields is None or len(fields) != nfield.sum():
+        fail()
+    at = np.cumsum(nfield) - nfield  # position of each token's first number in fields
+
+    y, idx, val = fields[at[first]], fields[at[feat]], fields[at[feat] + 1]
+    fline = line[feat]
+    lo = 0 if zero_based else 1
+    hi = _MAX_INDEX if n_features is None else n_features - 1 + lo
+    same_line = np.concatenate(([False], fline[1:] == fline[:-1]))
+    not_increasing = same_line & (idx <= np.concatenate(([np.inf], idx[:-1])))
+    bad_line = _first_min(line[first][~np.isfinite(y)], fline[~np.isfinite(val)],
+                          fline[(idx < lo) | (idx > hi) | not_increasing])
+    if bad_line is not None:
+        fail(bad_line)  # exact: every line before it passed every check
+
+    row_of = np.cumsum(first) - 1  # row of each token
+    qid = None
+    if is_qid.any():
+        qid = np.zeros(len(y), np.int64)
+        qid[row_of[is_qid]] = fields[at[is_qid] + 1]
+    cols = idx.astype(np.int32 if len(idx) == 0 or idx.max() < 2**31 else np.int64) - lo
+    counts = np.bincount(row_of[feat], minlength=len(y))
+    return y, qid, counts, cols, val.astype(dtype, copy=False)
+
+
+def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, return_qid=False):
+    """Load a LIBSVM / svmlight file.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or binary file-like object
+        ``.xz``, ``.lzma``, ``.bz2`` and ``.gz`` paths are decompressed by
+        extension; any other path is read as plain text. A file-like object
+        must yield the (uncompressed) bytes.
+    n_features : int, optional
+        Number of columns. Default: the largest index seen (1-based), i.e.
+        ``max index + 1`` when ``zero_based``. An index beyond it is an error.
+    dtype : numpy dtype of ``X.data`` (default float64).
+    zero_based : bool
+        If False (LIBSVM convention) index ``i`` is column ``i - 1`` and index 0
+        is an error; if True index ``i`` is column ``i``.
+    return_qid : bool
+        Also return the ``qid:N`` values (int64, 0 for rows without qid).
+        When False, qid tokens are accepted and ignored.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix, shape (n_rows, n_features), sorted indices
+    y : ndarray float64, shape (n_rows,)
+    qid : ndarray int64, shape (n_rows,), only if ``return_qid``
+
+    Raises
+    ------
+    LibsvmFormatError
+        On any malformed line; the message names the file and the 1-based line.
+    """
+    data, name = _read_bytes(path)
+    # Work in chunks of whole lines: the temporaries (several times the text size)
+    # stay small and cache-friendly, and an error rescans at most one chunk.
+    parts, start, line0 = [], 0, 0
+    while True:
+        end = data.find(b"\n", start + _CHUNK)
+        end = len(data) if end < 0 else end + 1
+        chunk = data[start:end]
+        if b"#" in chunk:
+            chunk = _COMMENT.sub(b"", chunk)  # keeps the '\n', so line numbers hold
+        chunk = chunk.translate(_WS_TO_SPACE)
+        try:
+            y, qid, counts, cols, val = _parse(chunk, name, zero_based, n_features, dtype)
+        except LibsvmFormatError as e:
+            raise LibsvmFormatError(name, line0 + e.lineno, e.reason) from None
+        if qid is None and return_qid:
+            qid = np.zeros(len(y), np.int64)
+        parts.append((y, qid, counts, cols, val))
+        line0 += chunk.count(b"\n")
+        start = end
+        if start >= len(data):
+            break
+    y, qid, counts, cols, val = zip(*parts)
+    y, counts, cols, val = (np.concatenate(a) for a in (y, counts, cols, val))
+
+    n_rows = len(y)
+    itype = np.int32 if len(cols) < 2**31 and cols.dtype == np.int32 else np.int64
+    indptr = np.zeros(n_rows + 1, itype)
+    np.cumsum(counts, out=indptr[1:])
+    if n_features is None:
+        n_features = int(cols.max()) + 1 if len(cols) else 0
+    X = sp.csr_matrix((val, cols.astype(itype, copy=False), indptr), shape=(n_rows, n_features))
+    X.has_sorted_indices = True  # checked in _parse: indices strictly increase per row
+    if not return_qid:
+        return X, y
+    return X, y, np.concatenate(qid)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def dump_svmlight(X, y, path, zero_based=False, qid=None):
+    """Write ``X`` (dense or sparse, shape (n, d)) and labels ``y`` (shape (n,)).
+
+    Only non-zeros are written, with increasing indices (1-based unless
+    ``zero_based``), values and labels as ``%.17g`` so that reading back gives
+    the exact same float64 numbers (integers come out as ``1``, ``-1``, ``3``).
+    ``qid`` (ints, shape (n,)) adds ``qid:N`` after each label. ``path`` ending
+    in .xz/.lzma/.bz2/.gz is compressed; a binary file-like object also works.
+    """
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)  # copy: we canonicalize in place
+    X.sum_duplicates()  # also sorts the indices
+    X.eliminate_zeros()
+    y = np.asarray(y, np.float64).ravel()
+    n = X.shape[0]
+    if len(y) != n:
+        raise ValueError(f"y has {len(y)} entries but X has {n} rows")
+    if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
+        raise ValueError("X and y must be finite (the format has no NaN/inf)")
+    if qid is not None:
+        qid = np.asarray(qid, np.int64).ravel()
+        if len(qid) != n:
+            raise ValueError(f"qid has {len(qid)} entries but X has {n} rows")
+    head = "%.17g qid:%d" if qid is not None else "%.17g"
+    h = 1 if qid is None else 2  # numbers in a line's head
+    off = 0 if zero_based else 1
+
+    if hasattr(path, "write"):
+        _write_rows(path, X, y, qid, head, h, off)
+    else:
+        opener = _OPENERS.get(Path(os.fspath(path)).suffix.lower(), open)
+        with opener(path, "wb") as f:
+            _write_rows(f, X, y, qid, head, h, off)
+
+
+def _write_rows(f, X, y, qid, head, h, off, block=20000):
+    # One '%' format per block of rows: Python loops over rows, never over entries.
+    for r0 in range(0, X.shape[0], block):
+        r1 = min(r0 + block, X.shape[0])
+        p0, p1 = X.indptr[r0], X.indptr[r1]
+        counts = np.diff(X.indptr[r0:r1 + 1])
+        fmt = "".join(head + " %d:%.17g" * int(c) + "\n" for c in counts)
+        args = np.empty(h * (r1 - r0) + 2 * (p1 - p0), dtype=object)
+        # Row r's head sits at h*r + 2*indptr[r]; entry j at h*(row(j)+1) + 2*j.
+        starts = h * np.arange(r1 - r0) + 2 * (X.indptr[r0:r1] - p0)
+        args[starts] = y[r0:r1]
+        if qid is not None:
+            args[starts + 1] = qid[r0:r1]
+        pos = h * np.repeat(np.arange(1, r1 - r0 + 1), counts) + 2 * np.arange(p1 - p0)
+        args[pos] = X.indices[p0:p1].astype(np.int64) + off
+        args[pos + 1] = X.data[p0:p1]
+        f.write((fmt % tuple(args.tolist())).encode())
