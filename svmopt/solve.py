@@ -75,7 +75,7 @@ def _check_C(C):
 
 
 def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, intercept_scaling=None,
-            sample_weight=None, dtype=None):
+            sample_weight=None, dtype=None, layout="auto"):
     """Validate everything and return (Problem, classes, C array). Shared by all entry points."""
     if not isinstance(loss, Loss):
         raise TypeError(f"loss must be an svmopt Loss (e.g. svmopt.losses.hinge), got {loss!r}; "
@@ -112,7 +112,7 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
         fit_intercept = False
     dt = _resolve_dtype(X, dtype)
-    op = as_operator(X, dt, bias_scale=intercept_scaling)
+    op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout)
     loss = loss.bind(op.row_inf_norms()) if loss.family.bind is not None else loss
     pb = Problem(op=op, y=jnp.asarray(y_pm, dt), s=jnp.asarray(s, dt), C=jnp.asarray(C_arr.ravel()[0], dt),
                  loss=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), loss),
@@ -123,13 +123,15 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
 def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, C=1.0,
           fit_intercept: bool = True, intercept_scaling: float | None = None, sample_weight=None,
           tol: float | None = None, max_iter: int | None = None, dtype=None, history: bool = False,
-          record_every: int = 1, throw: bool = False, kernel=None, **method_params: Any) -> Result:
+          record_every: int = 1, throw: bool = False, kernel=None, layout: str = "auto",
+          **method_params: Any) -> Result:
     """Solve  min R(w) + C sum_i s_i loss(y_i (w.x_i + b))  (SPEC section 1).
 
     X: (n, d) numpy / jax array or scipy.sparse matrix; y: (n,) with exactly two labels.
     C: a scalar, or a 1-D array to solve a whole grid in one vmapped call (arrays in the
     Result then carry a leading axis). ``intercept_scaling=s`` switches to LIBLINEAR's
     bias-feature convention (b regularized as a weight on a constant feature s).
+    ``layout`` ("auto" | "sparse" | "dense") picks the data operator for scipy input.
     ``tol`` / extra keywords configure ``method``; ``dtype`` defaults to float32 unless
     X is float64 and jax_enable_x64 is on. ``history=True`` records the objective and
     time per ``record_every`` iterations. A run that misses its tolerance warns
@@ -142,7 +144,8 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     if method_params:
         method = method(**method_params)
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                 layout=layout)
     if kernel is not None:
         from .kernels import Kernel
         if not isinstance(kernel, Kernel):
