@@ -56,6 +56,7 @@ class LossFamily:
     prox: Optional[Callable] = None  # (params, v, gamma) -> m
     curvature: Optional[Callable] = None  # params -> sup |l''| (Lipschitz constant of l')
     smooth: bool = False  # differentiable with a Lipschitz derivative
+    differentiable: Optional[bool] = None  # defaults to ``smooth``; Lp hinge with 1 < p < 2 is, but not smooth
     smoothed: Optional[Callable] = None  # (params, mu) -> Loss
     dual: Optional[DualDescription] = None
     describe: Callable = lambda params: ""
@@ -101,6 +102,11 @@ class Loss:
     @property
     def is_smooth(self) -> bool:
         return self.family.smooth
+
+    @property
+    def is_differentiable(self) -> bool:
+        d = self.family.differentiable
+        return self.family.smooth if d is None else d
 
     def curvature(self):
         """Lipschitz constant of l' (sup of l''); per sample for per-sample smoothing."""

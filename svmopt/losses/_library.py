@@ -161,6 +161,7 @@ _LP_HINGE = LossFamily(
     derivative=_lp_derivative,
     prox=_lp_prox,
     smooth=False,  # for 1 < p < 2 the derivative is continuous but not Lipschitz
+    differentiable=True,
     smoothed=lambda p, mu: _moreau(Loss(_LP_HINGE, p), mu),
     dual=DualDescription(lower=0.0, upper=math.inf, dual_value=_lp_dual_value),
     describe=lambda p: f"p={float(p['p']):g}",
@@ -285,6 +286,7 @@ def from_function(fn, name: str | None = None, *, smooth: bool | None = None, cu
         prox=lambda p, v, g: prox_newton(elementwise(deriv), elementwise(second), v, g),
         curvature=None if curvature is None else (lambda p: curvature),
         smooth=bool(smooth) if smooth is not None else curvature is not None,
+        differentiable=True,  # jax.grad defines the derivative
         dual=None if conjugate is None else DualDescription(dual_box[0], dual_box[1], lambda p, a: conjugate(a)),
     )
     fam = LossFamily(**{**fam.__dict__, "smoothed": lambda p, mu: _moreau(Loss(fam), mu)}) if fam.prox else fam

@@ -17,8 +17,9 @@ duality gap used to stop: three matvecs, as in the paper. f is updated in place
 (f -= s X g), never recomputed.
 
 Stopping (``criterion``):
-  "gap"  (default) relative duality gap (P - D)/|P| <= tol, with alpha = -y lam as the
-         dual point (projected to be feasible). Certifies the answer; works for p = 1.
+  "gap"  (default) relative duality gap (P - D)/|P| <= tol, with alpha = -y lam (hinge)
+         or -C s l'(margin) (differentiable losses) as the dual point, projected to be
+         feasible. Certifies the answer; works for p = 1.
   "grad" LIBLINEAR's rule ||grad P|| <= tol * ||grad P(0)|| (paper default tol = 0.01);
          needs a differentiable loss (p > 1).
 plus the objective-change safeguard: no relative improvement above ``obj_tol`` in
@@ -59,7 +60,7 @@ class ALM(Method):
     criterion: str = "gap"
     tol: float = 1e-3
     obj_tol: float = 1e-10
-    patience: int = 200
+    patience: int = 1000
     cg_iters: int = 20
     cg_tol: float = 1e-6
 
@@ -76,8 +77,8 @@ class ALM(Method):
         if self.criterion == "gap":
             require(pb.loss.has_dual, f"criterion='gap' needs a dual for loss {pb.loss!r}; use criterion='grad'")
         else:
-            require(pb.loss.name not in ("hinge",),
-                    "criterion='grad' needs a differentiable loss; the hinge has none, use criterion='gap'")
+            require(pb.loss.is_differentiable,
+                    f"criterion='grad' needs a differentiable loss; {pb.loss!r} is not, use criterion='gap'")
         if not self.rho >= 1.0:
             raise ValueError(f"alm needs a non-decreasing penalty schedule (rho >= 1), got rho={self.rho}")
 
@@ -115,7 +116,13 @@ class ALM(Method):
         # 4. stopping quantities
         primal = primal_objective(pb, w, b, f)
         if self.criterion == "gap":
-            dual, _ = dual_objective(pb, project_dual(pb, -y * lam))
+            # the dual point: -l'(margin) for differentiable losses (exact at the optimum and
+            # as accurate as the primal), the multipliers for the hinge (eq. 26: alpha = -y lam)
+            if pb.loss.is_differentiable:
+                alpha = -pb.cs * pb.loss.derivative(y * f)
+            else:
+                alpha = -y * lam
+            dual, _ = dual_objective(pb, project_dual(pb, alpha))
             crit = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(primal.dtype).tiny)
         else:
             crit = _grad_norm(pb, w, b, f) / st["g0"]

@@ -1,0 +1,85 @@
+"""Independent references for the Section-1 objective, computed with peers in float64."""
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+import svmopt
+from conftest import data_path
+
+N_FEATURES = {"a9a": 123, "a9a.t": 123, "a1a": 123, "a5a": 123}
+
+
+@lru_cache(maxsize=None)
+def load(name):
+    return svmopt.load_svmlight(data_path(name), n_features=N_FEATURES.get(name))
+
+
+def pm(y):
+    """±1 labels with the larger original label as +1 (svmopt's convention)."""
+    return np.where(y == np.max(y), 1.0, -1.0)
+
+
+def objective(X, y, w, b, C, p, bias_regularized=False):
+    """R(w) + C sum (1 - y(Xw + b))_+^p in float64, numpy only."""
+    m = pm(y) * (X @ w + b)
+    reg = 0.5 * (w @ w + (b * b if bias_regularized else 0.0))
+    return reg + C * np.sum(np.maximum(1.0 - m, 0.0) ** p)
+
+
+@lru_cache(maxsize=None)
+def linearsvc(name, p, C=1.0, bias=1.0):
+    """LIBLINEAR dual CD through scikit-learn's LinearSVC (same code, higher pass cap).
+
+    bias=None: no intercept; bias=s: LIBLINEAR's -B s bias feature (b regularized).
+    Returns (objective, w, b, model).
+    """
+    import warnings
+
+    from sklearn.svm import LinearSVC
+
+    X, y = load(name)
+    loss = {1: "hinge", 2: "squared_hinge"}[p]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LinearSVC(loss=loss, dual=True, tol=1e-7, max_iter=200000, C=C, fit_intercept=bias is not None,
+                      intercept_scaling=bias or 1.0).fit(X, pm(y))
+    w = m.coef_.ravel().astype(float)
+    b = float(m.intercept_[0]) if bias is not None else 0.0
+    # LIBLINEAR regularizes the bias weight w_B = b / s
+    reg_b = (b / bias) if bias is not None else 0.0
+    obj = objective(X, y, w, b, C, p) + 0.5 * reg_b * reg_b
+    return obj, w, b, m
+
+
+def lbfgs(X, y, p, C=1.0, fit_intercept=True):
+    """Float64 L-BFGS-B on the Lp-hinge primal (differentiable for p > 1)."""
+    yy = pm(y)
+    n, d = X.shape
+
+    def fg(z):
+        w, b = z[:d], (z[d] if fit_intercept else 0.0)
+        r = np.maximum(1.0 - yy * (X @ w + b), 0.0)
+        f = 0.5 * w @ w + C * np.sum(r ** p)
+        u = -C * p * yy * r ** (p - 1.0)
+        g = np.concatenate([w + X.T @ u, [u.sum()] if fit_intercept else []])
+        return f, g
+
+    z0 = np.zeros(d + (1 if fit_intercept else 0))
+    res = minimize(fg, z0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": 20000, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-10})
+    return res.fun, res.x[:d], (res.x[d] if fit_intercept else 0.0)
+
+
+def dual_certificate(X, y, alpha, C, p, fit_intercept=True):
+    """Dual objective of a feasible alpha, recomputed in numpy (p in {1, 2})."""
+    yy = pm(y)
+    assert np.all(alpha >= -1e-12)
+    if p == 1:
+        assert np.all(alpha <= C * (1 + 1e-12))
+    if fit_intercept:
+        assert abs(alpha @ yy) <= 1e-8 * max(1.0, alpha.sum())
+    v = X.T @ (alpha * yy) if not sp.issparse(X) else X.T @ (alpha * yy)
+    quad = 0.0 if p == 1 else np.sum(alpha ** 2) / (4.0 * C)
+    return alpha.sum() - quad - 0.5 * v @ v

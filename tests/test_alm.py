@@ -1,0 +1,208 @@
+"""SVM-ALM against LIBLINEAR (through LinearSVC) and float64 references on real data."""
+import warnings
+
+import numpy as np
+import pytest
+
+import jax.numpy as jnp
+
+import svmopt
+from svmopt.losses import hinge, lp_hinge, squared_hinge
+from svmopt.result import ConvergenceWarning, SolverError, Status
+from svmopt.solvers import alm
+from references import dual_certificate, lbfgs, linearsvc, load, objective, pm
+
+LOSS = {1: hinge, 2: squared_hinge}
+TEST_SET = {"a9a": "a9a.t", "ijcnn1": "ijcnn1.t"}
+
+
+def _acc(w, b, name):
+    Xt, yt = load(TEST_SET[name])
+    return np.mean(np.where(Xt @ w + b > 0, 1.0, -1.0) == pm(yt))
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_bias_feature_matches_liblinear(name, p):
+    """Same problem as LIBLINEAR -B 1: objective within 1e-3 relative, test accuracy within 0.5 points."""
+    X, y = load(name)
+    ref, w_ref, b_ref, _ = linearsvc(name, p, bias=1.0)
+    r = svmopt.solve(X, y, loss=LOSS[p], method=alm, C=1.0, intercept_scaling=1.0, tol=1e-5, dtype=jnp.float64)
+    assert r.status == Status.CONVERGED
+    assert abs(float(r.primal_objective) - ref) <= 1e-3 * ref
+    assert float(r.primal_objective) >= ref * (1 - 1e-6)  # cannot beat the optimum
+    # the reported objective is the Section-1 objective of the bias-feature problem, recomputed in numpy
+    w, b = np.asarray(r.w), float(r.b)
+    assert objective(X, y, w, b, 1.0, p) + 0.5 * b * b == pytest.approx(float(r.primal_objective), rel=1e-10)
+    assert abs(_acc(w, b, name) - _acc(w_ref, b_ref, name)) <= 0.005
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_free_intercept_certified(name, p):
+    """Free intercept: a numpy-recomputed dual certificate bounds the error, and the optimum
+    lies below LIBLINEAR's bias-feature optimum minus its b^2/2 (b is free here)."""
+    X, y = load(name)
+    ref, w_ref, b_ref, _ = linearsvc(name, p, bias=1.0)
+    r = svmopt.solve(X, y, loss=LOSS[p], method=alm, C=1.0, tol=1e-5, dtype=jnp.float64)
+    P = objective(X, y, np.asarray(r.w), float(r.b), 1.0, p)
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
+    D = dual_certificate(X, y, np.asarray(r.extras["alpha"]), 1.0, p)
+    assert D <= P and (P - D) <= 1.1e-5 * P
+    assert D == pytest.approx(float(r.dual_objective), rel=1e-9)
+    assert P <= objective(X, y, w_ref, b_ref, 1.0, p) + 1e-5 * P  # the free optimum is below any (w, b)
+    assert D <= ref  # and every dual value below the free optimum <= LIBLINEAR's
+    assert abs(_acc(np.asarray(r.w), float(r.b), name) - _acc(w_ref, b_ref, name)) <= 0.005
+
+
+def test_free_intercept_matches_libsvm_linear_kernel():
+    """LIBSVM with a linear kernel solves the free-intercept L1-SVM exactly."""
+    from libsvm.svmutil import svm_parameter, svm_problem, svm_train
+
+    X, y = load("heart_scale")
+    m = svm_train(svm_problem(pm(y), X), svm_parameter("-s 0 -t 0 -c 1 -e 1e-8 -q"))
+    sv = np.array([i - 1 for i in m.get_sv_indices()])
+    coef = np.array([c[0] for c in m.get_sv_coef()])
+    sign = 1.0 if m.get_labels()[0] == 1 else -1.0
+    w = sign * (X[sv].T @ coef)
+    b = -sign * m.rho[0]
+    ref = objective(X, y, w, b, 1.0, 1)
+    r = svmopt.solve(X, y, loss=hinge, method=alm, C=1.0, tol=1e-7, dtype=jnp.float64)
+    assert float(r.primal_objective) == pytest.approx(ref, rel=1e-5)
+    assert float(r.b) == pytest.approx(b, abs=1e-2)
+
+
+@pytest.mark.parametrize("name", ["heart_scale", pytest.param("a9a", marks=pytest.mark.slow)])
+def test_lp15_matches_lbfgs(name):
+    X, y = load(name)
+    ref, _, _ = lbfgs(X, y, 1.5)
+    r = svmopt.solve(X, y, loss=lp_hinge(1.5), method=alm, C=1.0, tol=1e-6, dtype=jnp.float64)
+    assert r.status == Status.CONVERGED
+    assert abs(float(r.primal_objective) - ref) <= 1e-4 * ref
+
+
+def test_lp15_a9a_fast():
+    """Fast sibling of the a9a p = 1.5 test: a 5,000-row slice."""
+    X, y = load("a9a")
+    X, y = X[:5000], y[:5000]
+    ref, _, _ = lbfgs(X, y, 1.5)
+    r = svmopt.solve(X, y, loss=lp_hinge(1.5), method=alm, C=1.0, tol=1e-6, dtype=jnp.float64)
+    assert abs(float(r.primal_objective) - ref) <= 1e-4 * ref
+
+
+@pytest.mark.parametrize("p", [1, 2, 1.5])
+def test_exact_and_inexact_agree(p):
+    X, y = load("heart_scale")
+    kw = dict(loss=lp_hinge(p), C=1.0, tol=1e-7, dtype=jnp.float64, max_iter=20000)
+    ri = svmopt.solve(X, y, method=alm, **kw)
+    re = svmopt.solve(X, y, method=alm(variant="exact"), **kw)
+    assert ri.status == re.status == Status.CONVERGED
+    assert float(ri.primal_objective) == pytest.approx(float(re.primal_objective), rel=2e-7)
+    np.testing.assert_allclose(np.asarray(ri.w), np.asarray(re.w), atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_float32_converges(name, p):
+    X, y = load(name)
+    ref, *_ = linearsvc(name, p, bias=1.0)
+    r = svmopt.solve(X, y, loss=LOSS[p], method=alm, C=1.0, intercept_scaling=1.0)  # float32 by default
+    assert r.w.dtype == jnp.float32
+    assert r.status == Status.CONVERGED
+    assert abs(float(r.primal_objective) - ref) <= 1e-2 * ref
+
+
+def test_vmap_over_C_equals_separate_solves():
+    X, y = load("heart_scale")
+    Cs = np.array([0.05, 0.3, 1.0, 4.0])
+    batch = svmopt.solve(X, y, loss=squared_hinge, method=alm, C=Cs, tol=1e-8, dtype=jnp.float64)
+    assert np.asarray(batch.w).shape == (4, X.shape[1]) and batch.converged
+    for i, C in enumerate(Cs):
+        one = svmopt.solve(X, y, loss=squared_hinge, method=alm, C=C, tol=1e-8, dtype=jnp.float64)
+        # both certified to 1e-8; batched matmuls round differently, so the paths differ slightly
+        assert float(batch.primal_objective[i]) == pytest.approx(float(one.primal_objective), rel=2e-8)
+        np.testing.assert_allclose(np.asarray(batch.w)[i], np.asarray(one.w), atol=1e-3)
+        assert float(batch.relative_gap[i]) <= 1e-8
+    # different C, different solutions: the batch is not one problem repeated
+    assert not np.allclose(np.asarray(batch.w)[0], np.asarray(batch.w)[3])
+    np.testing.assert_array_equal(batch.predict(X).shape, (4, X.shape[0]))
+
+
+def test_history_records_objective_and_time():
+    X, y = load("heart_scale")
+    r = svmopt.solve(X, y, loss=hinge, method=alm, history=True, record_every=5, dtype=jnp.float64)
+    h = r.history
+    assert h["iteration"][0] == 0 and int(h["iteration"][-1]) == r.iterations
+    assert np.all(np.diff(np.asarray(h["time"])) >= 0)
+    assert float(h["objective"][-1]) == pytest.approx(float(r.primal_objective), rel=1e-10)
+    assert float(h["objective"][0]) == pytest.approx(270.0 * 1.0)  # w = 0: every hinge is 1
+    assert r.timings["compile"] > 0 and r.timings["run"] > 0
+
+
+def test_iteration_cap_is_reported():
+    X, y = load("heart_scale")
+    with pytest.warns(ConvergenceWarning, match="iteration cap"):
+        r = svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12)
+    assert r.status == Status.MAX_ITER and r.iterations == 3
+    assert "max_iter" in r.message
+    with pytest.raises(SolverError, match="iteration cap"):
+        svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12, throw=True)
+
+
+def test_gradient_criterion():
+    """criterion='grad' stops on LIBLINEAR's relative gradient rule, checked in numpy."""
+    X, y = load("a5a")
+    r = svmopt.solve(X, y, loss=squared_hinge, method=alm(criterion="grad"), tol=1e-3, dtype=jnp.float64)
+    assert r.status == Status.CONVERGED
+    yy = pm(y)
+    w, b = np.asarray(r.w), float(r.b)
+    u = -2.0 * yy * np.maximum(1 - yy * (X @ w + b), 0)
+    g = np.concatenate([w + X.T @ u, [u.sum()]])
+    g0 = np.concatenate([X.T @ (-2.0 * yy), [-2.0 * yy.sum()]])
+    assert np.linalg.norm(g) <= 1e-3 * np.linalg.norm(g0) * (1 + 1e-6)
+    with pytest.raises(svmopt.MissingCapability, match="differentiable"):
+        svmopt.solve(X, y, loss=hinge, method=alm(criterion="grad"))
+
+
+def test_sample_weights_equal_duplicated_rows():
+    X, y = load("heart_scale")
+    s = np.ones(X.shape[0])
+    s[:40] = 2.0
+    s[40:50] = 0.0
+    import scipy.sparse as sp
+
+    Xd = sp.vstack([X, X[:40]])[np.r_[0:40, 50:270, 270:310]]
+    yd = np.concatenate([y, y[:40]])[np.r_[0:40, 50:270, 270:310]]
+    kw = dict(loss=squared_hinge, method=alm, tol=1e-9, dtype=jnp.float64)
+    rw = svmopt.solve(X, y, sample_weight=s, **kw)
+    rd = svmopt.solve(Xd, yd, **kw)
+    # both within 1e-9 of the optimum; strong convexity turns that into ||dw|| <= 2 sqrt(2 gap)
+    assert float(rw.primal_objective) == pytest.approx(float(rd.primal_objective), rel=2e-9)
+    np.testing.assert_allclose(np.asarray(rw.w), np.asarray(rd.w), atol=1e-4)
+    # and weights change the answer: the unweighted problem differs
+    ru = svmopt.solve(X, y, **kw)
+    assert abs(float(ru.primal_objective) - float(rw.primal_objective)) > 1.0
+
+
+def test_sparse_and_dense_layouts_agree():
+    X, y = load("a1a")
+    kw = dict(loss=hinge, method=alm, tol=1e-6, dtype=jnp.float64)
+    rs = svmopt.solve(X, y, layout="sparse", **kw)
+    rd = svmopt.solve(X.toarray(), y, **kw)
+    assert float(rs.primal_objective) == pytest.approx(float(rd.primal_objective), rel=2e-6)
+    np.testing.assert_allclose(np.asarray(rs.w), np.asarray(rd.w), atol=2e-2)
+
+
+def test_labels_map_back():
+    """Any two labels work: strings and 2/4 give the same model as -1/+1."""
+    X, y = load("heart_scale")
+    names = np.where(y > 0, "sick", "healthy")  # "sick" > "healthy": the positive class
+    kw = dict(method=alm, tol=1e-6, dtype=jnp.float64)
+    r_num = svmopt.solve(X, y, **kw)
+    r_str = svmopt.solve(X, names, **kw)
+    r_24 = svmopt.solve(X, np.where(y > 0, 4, 2), **kw)
+    assert list(r_str.classes) == ["healthy", "sick"] and list(r_24.classes) == [2, 4]
+    np.testing.assert_allclose(np.asarray(r_str.w), np.asarray(r_num.w), rtol=1e-9)
+    np.testing.assert_array_equal(r_str.predict(X), np.where(r_num.predict(X) > 0, "sick", "healthy"))
+    np.testing.assert_array_equal(r_24.predict(X), np.where(r_num.predict(X) > 0, 4, 2))
+    assert r_str.score(X, names) == r_num.score(X, y) > 0.8
