@@ -120,7 +120,8 @@ def run(method, pb: Problem, *, max_iter: int, history: bool = False, record_eve
     if batch_axes is not None:
         if history:
             raise ValueError("history is not available for batched (vmapped) solves")
-        key = ("batch", method, max_iter, jax.tree_util.tree_structure(batch_axes), str(batch_axes))
+        axes_leaves, axes_tree = jax.tree_util.tree_flatten(batch_axes, is_leaf=lambda x: x is None)
+        key = ("batch", method, max_iter, axes_tree, tuple(axes_leaves))
         fn = _batched.get(key)
         if fn is None:
             fn = jax.jit(jax.vmap(lambda p: core(method, p, max_iter), in_axes=(batch_axes,)))

@@ -30,6 +30,12 @@ class _RegFamily:
     primal_from_dual: Optional[Callable] = None  # (params, v) -> grad R*(v)
     smoothed: Optional[Callable] = None  # (params, mu) -> Regularizer
 
+    def __copy__(self):  # identity-compared like loss families: copies stay the same object
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)

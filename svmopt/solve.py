@@ -137,27 +137,11 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     time per ``record_every`` iterations. A run that misses its tolerance warns
     (``ConvergenceWarning``), or raises ``SolverError`` with ``throw=True``.
     """
-    if not isinstance(method, Method):
-        raise TypeError(f"method must be an svmopt solver (e.g. svmopt.solvers.alm), got {method!r}")
-    if tol is not None:
-        method_params["tol"] = tol
-    if method_params:
-        method = method(**method_params)
+    method = configure_method(method, tol, method_params)
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                  layout=layout)
-    if kernel is not None:
-        from .kernels import Kernel
-        if not isinstance(kernel, Kernel):
-            raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r}")
-        if not getattr(method, "supports_kernel", False):
-            raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
-        pb = pb.replace(kernel=jax.tree_util.tree_map(lambda a: jnp.asarray(a, pb.dtype), kernel))
-    method.validate(pb)
-    if max_iter is None:
-        max_iter = method.default_max_iter(pb)
-    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     batch_axes = None
     if C_arr.ndim == 1:
         pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
@@ -174,6 +158,32 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
         res.dual_coef = alpha[sv] * np.asarray(pb.y)[sv]
         res.extras["support"] = sv
     return res
+
+
+def configure_method(method, tol, method_params) -> Method:
+    """Check ``method`` is a solver and apply ``tol`` / extra keywords to it."""
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be an svmopt solver (e.g. svmopt.solvers.alm), got {method!r}")
+    if tol is not None:
+        method_params = {**method_params, "tol": tol}
+    return method(**method_params) if method_params else method
+
+
+def finish_problem(pb: Problem, method: Method, kernel, max_iter):
+    """Attach a kernel, let the method validate the problem, resolve max_iter."""
+    if kernel is not None:
+        from .kernels import Kernel
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r}")
+        if not getattr(method, "supports_kernel", False):
+            raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
+        pb = pb.replace(kernel=jax.tree_util.tree_map(lambda a: jnp.asarray(a, pb.dtype), kernel))
+    method.validate(pb)
+    if max_iter is None:
+        max_iter = method.default_max_iter(pb)
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    return pb, int(max_iter)
 
 
 def _axes(pb: Problem, **batched):

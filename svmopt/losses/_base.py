@@ -62,6 +62,14 @@ class LossFamily:
     describe: Callable = lambda params: ""
     bind: Optional[Callable] = None  # (params, row_inf_norms) -> params
 
+    # families are compared by identity (jit cache keys): copies must stay the same object,
+    # or sklearn's clone (a deepcopy) would trigger a recompilation per clone
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)
