@@ -7,6 +7,7 @@ Solvers only ever touch X through
   fused(w, f, a)   X^T g, sum(s) with (g, s) = f(X w, a) computed block by block,
                    so X is read once per gradient pass
   row_sq_norms()   ||x_i||^2               (n,)
+  col_sq_norms()   ||X_:j||^2              (d,)   (diagonal of X^T X)
   row_inf_norms()  ||x_i||_inf             (n,)
 
 Both operators are pytrees (arrays are leaves, shapes static), so they are
@@ -83,6 +84,9 @@ class DenseOperator:
     def row_sq_norms(self):
         return jnp.sum(self.X * self.X, axis=1)
 
+    def col_sq_norms(self):
+        return jnp.sum(self.X * self.X, axis=0)
+
     def row_inf_norms(self):
         return jnp.max(jnp.abs(self.X), axis=1)
 
@@ -156,6 +160,9 @@ class SparseOperator:
 
     def row_sq_norms(self):
         return jax.ops.segment_sum(self.data * self.data, self.row_ids, self._shape[0], indices_are_sorted=True)
+
+    def col_sq_norms(self):
+        return jax.ops.segment_sum(self.data * self.data, self.indices, self._shape[1])
 
     def row_inf_norms(self):
         return jax.ops.segment_max(
