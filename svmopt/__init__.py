@@ -10,6 +10,10 @@
 """
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
+from . import estimators, model_io, multiclass
+from .estimators import SVMClassifier
+from .model_io import ModelFileError, load_model, save_model
+from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability
 from .operators import as_operator
 from .result import ConvergenceWarning, Result, SolverError, Status
@@ -19,6 +23,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "solve",
+    "solve_multiclass",
+    "MulticlassResult",
+    "SVMClassifier",
+    "save_model",
+    "load_model",
+    "ModelFileError",
     "Result",
     "Status",
     "ConvergenceWarning",

@@ -1,0 +1,139 @@
+"""One-vs-rest multiclass as ONE vmapped solve (SPEC section 4).
+
+For K classes c_1 < ... < c_K the K binary problems
+
+    minimize  R(w_k) + C sum_i s_i loss(Y_ki (w_k.x_i + b_k)),   Y_ki = +1 if y_i = c_k else -1
+
+share X, s, C, the loss and the regularizer; only the labels differ. So the
+Problem is built once and ``driver.run`` vmaps the method's core over its ``y``
+leaf: one compilation, one ``lax.while_loop`` whose body does the K matvecs as
+one batched product. Each class keeps its own status and iteration count (a
+finished class is frozen while the others go on). Prediction is the arg-max
+of the K decision values, as LIBLINEAR / scikit-learn's ``LinearSVC`` do.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from . import driver
+from .losses import Loss, hinge
+from .problem import Problem
+from .regularizers import Regularizer, l2
+from .result import ConvergenceWarning, Result, SolverError, Status
+from .solve import _axes, configure_method, finish_problem, prepare
+from .solvers import Method, alm
+
+__all__ = ["solve_multiclass", "MulticlassResult"]
+
+
+@dataclass(repr=False)
+class MulticlassResult(Result):
+    """A one-vs-rest solve: ``Result`` with a leading class axis on every array.
+
+    w (K, d), b (K,), primal_objective / dual_objective / gap / status / iterations (K,):
+    row k is the problem "class ``classes[k]`` against the rest". Kernel models keep
+    the union of the support vectors (n_sv, d) and dual_coef (K, n_sv).
+    ``decision_function`` is (n, K); ``predict`` its arg-max mapped to ``classes``.
+    """
+
+    def decision_function(self, X):
+        """(n, K) decision values w_k.x + b_k (kernel: sum_j dual_coef_kj K(x, sv_j) + b_k)."""
+        b = np.asarray(self.b)
+        if self.kernel is not None:
+            from .kernels import predict_kernel  # lazy: only kernel models need it
+            return predict_kernel(self.kernel, self.support_vectors, np.asarray(self.dual_coef).T, X) + b
+        return np.asarray(X @ np.asarray(self.w).T) + b
+
+    def predict(self, X):
+        return np.asarray(self.classes)[np.argmax(self.decision_function(X), axis=1)]
+
+    @property
+    def message(self) -> str:
+        st = np.asarray(self.status)
+        if np.all(st == Status.CONVERGED):
+            return f"all {st.size} one-vs-rest problems converged"
+        parts = []
+        for code in np.unique(st[st != Status.CONVERGED]):
+            names = ", ".join(str(c) for c in np.asarray(self.classes)[st == code])
+            parts.append(f"{Status(int(code)).name} for class(es) {names} ({Status(int(code)).message})")
+        return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        st = np.asarray(self.status)
+        return (f"MulticlassResult(method={self.method}, loss={self.loss}, C={self.C}, "
+                f"classes={len(self.classes)}, converged={int(np.sum(st == Status.CONVERGED))}/{st.size}, "
+                f"iterations={np.asarray(self.iterations).tolist()})")
+
+
+def _labels(y, n: int):
+    """(classes, Y) with Y (K, n) in +-1: row k is 'class k against the rest'."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"shape mismatch: X has {n} rows but y has {y.shape[0]} labels")
+    if np.issubdtype(y.dtype, np.number) and not np.all(np.isfinite(y)):
+        raise ValueError(f"y contains NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(y))[0])})")
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
+    return classes, np.where(y[None, :] == classes[:, None], 1.0, -1.0)
+
+
+def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Regularizer = l2,
+                     method: Method = alm, C=1.0, fit_intercept: bool = True,
+                     intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
+                     max_iter: int | None = None, dtype=None, throw: bool = False, kernel=None,
+                     **method_params: Any) -> MulticlassResult:
+    """One-vs-rest: the K problems "class k against the rest" in one vmapped solve.
+
+    X: (n, d) numpy / jax / scipy.sparse; y: (n,) with K >= 2 distinct labels of any
+    kind (K = 2 gives two mirrored problems; ``solve`` fits the single binary one).
+    C must be a scalar here. The other arguments are those of ``svmopt.solve``. A class
+    that misses its tolerance warns (``ConvergenceWarning``) or, with ``throw=True``,
+    raises ``SolverError``.
+    """
+    if strategy != "ovr":
+        raise ValueError(f"strategy must be 'ovr' (one-vs-rest), got {strategy!r}")
+    method = configure_method(method, tol, method_params)
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    classes, Y = _labels(y, n)
+    if np.ndim(C) != 0:
+        raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
+                         "loop over C or use svmopt.solve for a binary grid")
+    # the Problem is validated and built once, with a placeholder binary y replaced below
+    pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
+    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+
+    pb = pb.replace(y=jnp.asarray(Y, pb.dtype))
+    out, _, timings = driver.run(method, pb, max_iter=int(max_iter), batch_axes=_axes(pb, y=0))
+
+    w, b = out["w"], out["b"]
+    if intercept_scaling is not None:  # the bias feature's weight, back in the data's units
+        b = w[:, -1] * intercept_scaling
+        w = w[:, :-1]
+    res = MulticlassResult(w=w, b=b, primal_objective=out["primal"], dual_objective=out["dual"], gap=out["gap"],
+                           status=np.asarray(out["status"]), iterations=np.asarray(out["iterations"]),
+                           method=method.name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
+                           extras=out["extras"], intercept_scaling=intercept_scaling)
+    if pb.kernel is not None:
+        alpha = np.asarray(res.extras["alpha"])  # (K, n)
+        sv = np.flatnonzero(np.any(alpha > 0, axis=0))
+        res.kernel = pb.kernel
+        res.support_vectors = X[sv]
+        res.dual_coef = alpha[:, sv] * Y[:, sv]
+        res.extras["support"] = sv
+    if not res.converged:
+        msg = f"{method.name} one-vs-rest: {res.message}"
+        if throw:
+            raise SolverError(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+    return res

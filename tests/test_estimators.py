@@ -1,0 +1,230 @@
+"""SVMClassifier: scikit-learn conventions (estimator checks), Pipeline, GridSearchCV,
+agreement with svmopt.solve, the parameter resolvers, and no sklearn import of its own."""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import data_path
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import estimator_checks
+
+import svmopt
+from svmopt.estimators import (NotFittedError, SVMClassifier, available_methods, resolve_kernel, resolve_loss,
+                               resolve_method, resolve_reg)
+from svmopt.losses import hinge, lp_hinge, squared_hinge
+from svmopt.multiclass import MulticlassResult
+from svmopt.regularizers import elastic_net, l1, l2
+from svmopt.solvers import alm
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return svmopt.load_svmlight(data_path("heart_scale"))
+
+
+# ---------------------------------------------------------------- sklearn conventions
+
+# Checks that need no fit, or fail before solving: fast, and the heart of the protocol.
+FAST_CHECKS = [
+    "check_parameters_default_constructible",
+    "check_no_attributes_set_in_init",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_estimators_unfitted",
+    "check_estimators_empty_data_messages",
+    "check_requires_y_none",
+    "check_estimator_repr",
+    "check_estimator_cloneable",
+]
+
+
+@pytest.mark.parametrize("check", FAST_CHECKS)
+def test_sklearn_check_fast(check):
+    getattr(estimator_checks, check)("SVMClassifier", SVMClassifier())
+
+
+# An iterative solver stopped at tol = 1e-3 is not equal to 1e-7 to a refit on repeated rows.
+EXPECTED_FAILED = {
+    "check_sample_weight_equivalence_on_dense_data": "iterative solver: equal to its tolerance, not to 1e-7",
+    "check_sample_weight_equivalence_on_sparse_data": "iterative solver: equal to its tolerance, not to 1e-7",
+}
+
+
+@pytest.mark.slow
+def test_sklearn_check_estimator_all():
+    """Every check (each new data shape compiles: several minutes)."""
+    results = estimator_checks.check_estimator(SVMClassifier(), expected_failed_checks=EXPECTED_FAILED,
+                                               on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed
+
+
+def test_params_protocol_without_sklearn_base():
+    clf = SVMClassifier(C=0.5, loss="squared_hinge")
+    assert not any(c.__module__.startswith("sklearn") for c in type(clf).__mro__)
+    p = clf.get_params()
+    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "alm" and len(p) == 15
+    assert clf.set_params(C=2.0, tol=1e-4) is clf and clf.C == 2.0 and clf.tol == 1e-4
+    with pytest.raises(ValueError, match="Invalid parameter 'foo' for estimator SVMClassifier"):
+        clf.set_params(foo=1)
+    assert repr(clf) == "SVMClassifier(C=2.0, loss='squared_hinge', tol=0.0001)"
+    c2 = clone(clf)
+    assert c2 is not clf and c2.get_params() == clf.get_params() and is_classifier(c2)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        clf.predict(np.zeros((2, 3)))
+
+
+def test_module_does_not_import_sklearn():
+    code = "import sys, svmopt.estimators; assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# ---------------------------------------------------------------- agreement with solve
+
+
+def test_binary_matches_solve(heart):
+    X, y = heart
+    clf = SVMClassifier(C=0.7, dtype="float64").fit(X, y)
+    r = svmopt.solve(X, y, C=0.7, dtype="float64")
+    assert clf.coef_.shape == (1, 13) and clf.intercept_.shape == (1,)
+    np.testing.assert_array_equal(clf.coef_[0], np.asarray(r.w))
+    np.testing.assert_array_equal(clf.intercept_[0], np.asarray(r.b))
+    np.testing.assert_array_equal(clf.classes_, [-1.0, 1.0])
+    assert clf.n_iter_ == r.iterations and clf.n_features_in_ == 13 and clf.result_.converged
+    np.testing.assert_array_equal(clf.decision_function(X), r.decision_function(X))
+    np.testing.assert_array_equal(clf.predict(X), r.predict(X))
+    assert clf.score(X, y) == r.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="X has 12 features, but SVMClassifier is expecting 13"):
+        clf.predict(X[:, :12])
+
+
+def test_float32_and_options_pass_through(heart):
+    """dtype, loss as p, class_weight and sample_weight reach solve unchanged."""
+    X, y = heart
+    Xd = X.toarray()
+    clf = SVMClassifier(loss=2.0, class_weight="balanced", dtype="float32").fit(Xd, y, sample_weight=np.full(270, 0.5))
+    assert clf.coef_.dtype == np.float32
+    n_pos = np.sum(y > 0)
+    s = 0.5 * np.where(y > 0, 270 / (2 * n_pos), 270 / (2 * (270 - n_pos)))
+    r = svmopt.solve(Xd, y, loss=squared_hinge, sample_weight=s, dtype="float32")
+    np.testing.assert_array_equal(clf.coef_[0], np.asarray(r.w))
+    assert clf.result_.loss == "squared_hinge"
+
+
+def test_multiclass_uses_one_vs_rest(heart):
+    X, y = heart
+    y3 = np.where(X[:, 0].toarray().ravel() > 0.3, 2, y).astype(int)
+    labels = np.array(["a", "b", "c"])[np.searchsorted([-1, 1, 2], y3)]
+    clf = SVMClassifier(loss=1.5, dtype="float32", max_iter=2)
+    with pytest.warns(svmopt.ConvergenceWarning):
+        clf.fit(X, labels)  # the problem of test_multiclass's cap test: its compilation is reused
+    assert isinstance(clf.result_, MulticlassResult) and list(clf.classes_) == ["a", "b", "c"]
+    assert clf.coef_.shape == (3, 13) and clf.intercept_.shape == (3,) and clf.n_iter_ == 2
+    f = clf.decision_function(X)
+    assert f.shape == (270, 3)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[np.argmax(f, axis=1)])
+
+
+@pytest.mark.slow
+def test_rbf_kernel_matches_libsvm(heart, tmp_path):
+    """Kernel models (method alfpgm) against LIBSVM through sklearn's SVC; fast siblings:
+    test_model_io's kernel round trip and the kernel-with-alm error below."""
+    from sklearn.svm import SVC
+
+    from svmopt.model_io import load_model, save_model
+
+    X, y = heart
+    clf = SVMClassifier(kernel="rbf", gamma=0.1, method="alfpgm", dtype="float64").fit(X, y)
+    ref = SVC(kernel="rbf", gamma=0.1, C=1.0, tol=1e-5).fit(X, y)
+    assert clf.result_.converged and not hasattr(clf, "coef_")
+    assert clf.dual_coef_.shape == (1, clf.support_vectors_.shape[0])
+    assert abs(clf.support_vectors_.shape[0] - len(ref.support_)) <= 3
+    np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(X), atol=1e-2)
+    assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.99
+    m = load_model(save_model(clf, tmp_path / "rbf.model"))
+    np.testing.assert_array_equal(m.decision_function(X), clf.decision_function(X))
+
+
+# ---------------------------------------------------------------- sklearn tools
+
+
+def test_pipeline_with_scaler(heart):
+    X, y = heart
+    Xd = X.toarray()
+    pipe = make_pipeline(StandardScaler(), SVMClassifier(C=0.1, dtype="float64")).fit(Xd, y)
+    Z = StandardScaler().fit_transform(Xd)
+    r = svmopt.solve(Z, y, C=0.1, dtype="float64")
+    np.testing.assert_array_equal(pipe[-1].coef_[0], np.asarray(r.w))
+    np.testing.assert_array_equal(pipe.predict(Xd), r.predict(Z))
+    assert pipe.score(Xd, y) > 0.8
+
+
+def test_grid_search_over_C(heart):
+    """GridSearchCV's cross-validated accuracies equal a hand-written loop over svmopt.solve."""
+    X, y = heart
+    Xd = X.toarray()
+    grid = [0.01, 0.1, 1.0, 10.0]
+    cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", svmopt.ConvergenceWarning)
+        gs = GridSearchCV(SVMClassifier(dtype="float64"), {"C": grid}, cv=cv).fit(Xd, y)
+        manual = [np.mean([svmopt.solve(Xd[tr], y[tr], C=C, dtype="float64").score(Xd[te], y[te])
+                           for tr, te in cv.split(Xd, y)]) for C in grid]
+    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], manual)
+    assert gs.best_params_["C"] == grid[int(np.argmax(manual))]
+    assert gs.best_score_ > 0.8 and gs.best_estimator_.C == gs.best_params_["C"]
+
+
+# ---------------------------------------------------------------- resolvers and errors
+
+
+def test_resolvers():
+    assert resolve_loss("hinge") is hinge and resolve_loss("squared_hinge") is squared_hinge
+    assert resolve_loss(1) is hinge and resolve_loss("2") is squared_hinge
+    assert repr(resolve_loss(1.5)) == repr(lp_hinge(1.5))
+    assert resolve_reg("l2") is l2 and resolve_reg("L1") is l1
+    en = elastic_net(0.5)
+    assert resolve_reg(en) is en and resolve_method("alm") is alm and resolve_method(alm(tol=1e-4)).tol == 1e-4
+    assert "alm" in available_methods()
+    assert resolve_kernel(None) is None
+    Xd = np.random.default_rng(0).normal(size=(50, 4))
+    k = resolve_kernel("rbf", Xd)  # gamma "scale" = 1 / (d var X), as sklearn's SVC
+    assert np.isclose(float(k.params["gamma"]), 1.0 / (4 * Xd.var()))
+    assert np.isclose(float(resolve_kernel("rbf", sp.csr_matrix(Xd)).params["gamma"]), 1.0 / (4 * Xd.var()))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(loss="cubic"), "unknown loss 'cubic'"),
+    (dict(loss=0.5), "p >= 1"),
+    (dict(reg="l3"), "unknown reg"),
+    (dict(method="newton"), "unknown method 'newton'; available methods: .*alm"),
+    (dict(C=0.0), "C must be a finite number > 0"),
+    (dict(kernel="rbf"), "method alm is linear"),
+    (dict(kernel="laplace"), "unknown kernel"),
+    (dict(class_weight={7: 2.0}), "class_weight names classes"),
+])
+def test_bad_parameters_fail_at_fit(heart, kwargs, match):
+    X, y = heart
+    clf = SVMClassifier(**kwargs)  # sklearn convention: no validation in __init__
+    with pytest.raises((ValueError, TypeError), match=match):
+        clf.fit(X, y)
+
+
+def test_bad_data(heart):
+    X, y = heart
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        SVMClassifier().fit(np.where(X.toarray() > 0.9, np.nan, X.toarray()), y)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SVMClassifier().fit(X, np.ones(270))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        SVMClassifier().fit(X, y + 0.5 * np.arange(270) / 270)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        SVMClassifier().fit(X, y[:10])
+    with pytest.raises(ValueError, match="Reshape your data"):
+        SVMClassifier().fit(np.ones(5), np.arange(5) % 2)

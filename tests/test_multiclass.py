@@ -1,0 +1,168 @@
+"""One-vs-rest as one vmapped solve: against LIBLINEAR (scikit-learn's LinearSVC) on
+pendigits / letter, against K separate binary solves, labels of any kind, and errors."""
+import warnings
+
+import numpy as np
+import pytest
+from conftest import data_path
+from sklearn.svm import LinearSVC
+
+import svmopt
+from svmopt.losses import hinge, lp_hinge, squared_hinge
+from svmopt.multiclass import MulticlassResult, solve_multiclass
+from svmopt.result import ConvergenceWarning, SolverError, Status
+
+
+def _load(name, scale=1.0):
+    X, y = svmopt.load_svmlight(data_path(name), n_features=16)
+    Xt, yt = svmopt.load_svmlight(data_path(name + ".t"), n_features=16)
+    # 16 dense features: a dense array is the natural layout (and much faster than CSR)
+    return X.toarray() / scale, y, Xt.toarray() / scale, yt
+
+
+@pytest.fixture(scope="module")
+def pendigits():
+    return _load("pendigits", scale=100.0)  # raw features are integers 0..100
+
+
+def _liblinear_objectives(m, X, y, loss):
+    """Section-1 objective of LinearSVC's K problems (its intercept is a bias feature of 1)."""
+    Y = np.where(y[None, :] == m.classes_[:, None], 1.0, -1.0)
+    r = np.maximum(1.0 - Y * (X @ m.coef_.T + m.intercept_).T, 0.0)
+    losses = r if loss == "hinge" else r ** 2
+    return 0.5 * (np.sum(m.coef_ ** 2, axis=1) + m.intercept_ ** 2) + losses.sum(axis=1)
+
+
+@pytest.fixture(scope="module")
+def pendigits_ovr(pendigits):
+    """float64 hinge OvR with LIBLINEAR's bias convention, so both solve the same problems."""
+    X, y, _, _ = pendigits
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return solve_multiclass(X, y, loss=hinge, C=1.0, intercept_scaling=1.0, dtype="float64")
+
+
+def test_pendigits_hinge_matches_liblinear(pendigits, pendigits_ovr):
+    X, y, Xt, yt = pendigits
+    r = pendigits_ovr
+    assert isinstance(r, MulticlassResult)
+    K, d = 10, 16
+    assert np.array_equal(r.classes, np.arange(10.0))
+    assert np.asarray(r.w).shape == (K, d) and np.asarray(r.b).shape == (K,)
+    assert np.asarray(r.primal_objective).shape == (K,) and r.converged
+    assert np.all(r.relative_gap <= 1e-3)  # the certificate behind the comparison below
+    m = LinearSVC(loss="hinge", C=1.0, tol=1e-6, max_iter=200000).fit(X, y)
+    ref = _liblinear_objectives(m, X, y, "hinge")
+    np.testing.assert_allclose(np.asarray(r.primal_objective), ref, rtol=1e-3)
+    assert abs(r.score(Xt, yt) - m.score(Xt, yt)) <= 0.01
+    f = r.decision_function(Xt)
+    assert f.shape == (len(yt), K)
+    np.testing.assert_array_equal(r.predict(Xt), r.classes[np.argmax(f, axis=1)])
+
+
+def test_vmapped_equals_separate_solves(pendigits, pendigits_ovr):
+    """Class k of the batch solves the same problem as svmopt.solve on 'k against the rest'.
+
+    The batched matvecs sum in another order, so the iterates are not bit-identical and a
+    class may stop a few iterations apart; each run certifies P - P* <= gap, and the
+    objective is 1-strongly convex in (w, bias weight), so ||z1 - z2|| <= sqrt(2 gap1) + sqrt(2 gap2).
+    """
+    X, y, _, _ = pendigits
+    r = pendigits_ovr
+    for k, c in enumerate(r.classes):
+        rk = svmopt.solve(X, np.where(y == c, 1.0, -1.0), loss=hinge, C=1.0, intercept_scaling=1.0,
+                          dtype="float64")
+        g1, g2 = float(r.gap[k]), float(rk.gap)
+        assert abs(float(r.primal_objective[k]) - float(rk.primal_objective)) <= g1 + g2
+        z1 = np.append(np.asarray(r.w[k]), float(r.b[k]))
+        z2 = np.append(np.asarray(rk.w), float(rk.b))
+        assert np.linalg.norm(z1 - z2) <= np.sqrt(2 * g1) + np.sqrt(2 * g2)
+
+
+@pytest.mark.slow
+def test_squared_hinge_float32_accuracy(pendigits):
+    X, y, Xt, yt = pendigits
+    r = solve_multiclass(X, y, loss=squared_hinge, C=1.0, dtype="float32")  # free intercept
+    assert np.asarray(r.w).dtype == np.float32 and r.converged
+    m = LinearSVC(loss="squared_hinge", C=1.0, tol=1e-6, max_iter=200000).fit(X, y)
+    assert abs(r.score(Xt, yt) - m.score(Xt, yt)) <= 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_letter_matches_liblinear(loss):
+    """letter.scale: 26 classes. The hinge optimum has w = 0 for about a third of the classes
+    (b near -1: no better than 'never this class'), so test accuracy hinges on how ties among
+    those nearly constant scores break: compared only for the squared hinge."""
+    X, y, Xt, yt = _load("letter.scale")
+    lossf = hinge if loss == "hinge" else squared_hinge
+    r = solve_multiclass(X, y, loss=lossf, C=1.0, intercept_scaling=1.0, dtype="float64")
+    assert r.converged and np.asarray(r.w).shape == (26, 16)
+    m = LinearSVC(loss=loss, C=1.0, tol=1e-6, max_iter=200000).fit(X, y)
+    np.testing.assert_allclose(np.asarray(r.primal_objective), _liblinear_objectives(m, X, y, loss), rtol=1e-3)
+    if loss == "squared_hinge":
+        assert abs(r.score(Xt, yt) - m.score(Xt, yt)) <= 0.01
+
+
+@pytest.fixture(scope="module")
+def heart():
+    X, y = svmopt.load_svmlight(data_path("heart_scale"))
+    return X, y
+
+
+def test_two_string_classes_mirror_binary(heart):
+    """K = 2 works: two mirrored problems (optimum w_1 = -w_0, b_1 = -b_0) and the binary
+    solve's, each within its certified distance sqrt(2 gap) of that optimum (free b: the
+    bound holds for w)."""
+    X, y = heart
+    labels = np.where(y > 0, "sick", "healthy")
+    r = solve_multiclass(X, labels, C=1.0, dtype="float64")
+    assert list(r.classes) == ["healthy", "sick"] and r.converged
+    rb = svmopt.solve(X, labels, C=1.0, dtype="float64")
+    w, r0, r1, rg = np.asarray(r.w), *np.sqrt(2 * np.asarray(r.gap)), np.sqrt(2 * float(rb.gap))
+    assert np.linalg.norm(w[1] + w[0]) <= r0 + r1
+    assert np.linalg.norm(w[1] - np.asarray(rb.w)) <= r1 + rg
+    np.testing.assert_allclose(r.primal_objective, float(rb.primal_objective), atol=float(np.max(r.gap) + rb.gap))
+    pred = r.predict(X)
+    assert pred.dtype.kind == "U" and np.mean(pred == rb.predict(X)) >= 0.98
+
+
+def test_cap_warns_and_throws(heart):
+    """Also: a parameterised loss (lp_hinge) in the batched path, and a second identical
+    call reusing the compiled solver."""
+    X, y = heart
+    y3 = np.where(X[:, 0].toarray().ravel() > 0.3, 2, y)  # a third label for part of the rows
+    with pytest.warns(ConvergenceWarning, match="MAX_ITER for class"):
+        r = solve_multiclass(X, y3, loss=lp_hinge(1.5), max_iter=2, dtype="float32")
+    assert np.asarray(r.w).dtype == np.float32 and list(r.classes) == [-1.0, 1.0, 2.0]
+    assert np.all(np.asarray(r.status) == Status.MAX_ITER) and np.all(np.asarray(r.iterations) == 2)
+    assert not r.converged and "MAX_ITER" in r.message and r.loss == "lp_hinge(p=1.5)"
+    with pytest.raises(SolverError, match="one-vs-rest"):
+        solve_multiclass(X, y3, loss=lp_hinge(1.7), max_iter=2, dtype="float32", throw=True)
+    with pytest.warns(ConvergenceWarning):
+        again = solve_multiclass(X, y3, loss=lp_hinge(1.5), max_iter=2, dtype="float32")
+    assert again.timings["compile"] == 0.0
+    np.testing.assert_array_equal(np.asarray(again.w), np.asarray(r.w))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(strategy="ovo"), "strategy must be 'ovr'"),
+    (dict(C=[1.0, 2.0]), "scalar C"),
+    (dict(C=-1.0), "C must be finite and > 0"),
+    (dict(method="alm"), "method must be an svmopt solver"),
+    (dict(max_iter=0), "max_iter must be a positive integer"),
+])
+def test_bad_arguments(heart, kwargs, match):
+    X, y = heart
+    with pytest.raises((ValueError, TypeError), match=match):
+        solve_multiclass(X, y, **kwargs)
+
+
+def test_bad_labels(heart):
+    X, y = heart
+    with pytest.raises(ValueError, match="only one class"):
+        solve_multiclass(X, np.ones(X.shape[0]))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        solve_multiclass(X, y[:-1])
+    with pytest.raises(ValueError, match="NaN or inf"):
+        solve_multiclass(X, np.where(y > 0, np.nan, 1.0))
