@@ -10,7 +10,7 @@
 """
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
-from . import estimators, model_io, multiclass
+from . import estimators, model_io, multiclass, ranking
 from .estimators import SVMClassifier
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass

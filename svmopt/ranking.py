@@ -1,0 +1,149 @@
+"""Ordinal regression and ROC-area SVMs by the cutting-plane method (Joachims 2006, Sec. 2.2, 3.2).
+
+    import svmopt.ranking as rk
+    r = rk.solve_ordinal(X, ranks, C=0.01)     # ranks: any ordered labels, e.g. 1..R
+    r = rk.solve_roc_area(X, y, C=1e-4)        # two labels: maximizes (a bound on) the ROC area
+    r.w, r.primal_objective, r.gap, r.status, r.iterations, r.extras["trace_loss"]
+    scores = r.decision_function(X_test)       # higher score = higher rank
+
+Both minimize OP4 with the library's C (the C of SPEC section 1 multiplies a *sum* of losses):
+
+    1/2 ||w||^2 + C * sum_{(i, j) in P} (1 - w.(x_i - x_j))_+,   P = {(i, j): rank_i > rank_j}
+
+The paper's C (OP4/OP5, which puts C/m on the slacks) is C * m, m = |P| = ``count_pairs(ranks)``.
+So an error-rate SVM with C_e (objective 1/2||w||^2 + C_e sum_i hinge_i) and this one weigh the
+*mean* loss alike ("the same C" in the paper's sense) when C = C_e * n / m.
+
+The solver is ``svmopt.solvers.cutting_plane`` with task="ordinal" (Algorithm 2): the pairs are
+never enumerated; each iteration sorts w.x_i once, O(n log n + R n) on top of two passes over X.
+``tol`` (default 0.001) is the paper's epsilon: at the stop the mean pairwise hinge loss of w is
+within tol of the working-set slack xi, so P(w) - P* <= (1 + qp_tol) C m tol. With two labels
+the mean pairwise hinge loss bounds 1 - AUC (the fraction of swapped pairs) from above.
+There is no intercept (it cancels in every pair); ``Result.b`` is 0 and scores rank, they do
+not classify (``predict`` raises).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+import jax
+import jax.numpy as jnp
+
+from . import driver
+from .losses import hinge
+from .operators import DenseOperator, SparseOperator, as_operator
+from .problem import Problem
+from .regularizers import l2
+from .result import Result
+from .solve import _check_C, _check_finite_X, _resolve_dtype, _to_result, encode_labels
+from .solvers.cutting_plane import cutting_plane
+
+__all__ = ["solve_ordinal", "solve_roc_area", "count_pairs", "RankingResult"]
+
+
+@dataclasses.dataclass(repr=False)
+class RankingResult(Result):
+    """A ``Result`` whose w scores examples for ranking; ``ranks`` are the ordered label values.
+
+    ``primal_objective`` is the OP4 objective above (not SPEC section 1's), ``dual_objective``
+    the cutting plane's working-set dual, a lower bound on OP4's optimum.
+    """
+
+    ranks: np.ndarray | None = None
+
+    def predict(self, X):
+        raise TypeError("a ranking model scores, it does not classify: use decision_function(X) "
+                        "(higher = higher rank); thresholds are not part of OP4")
+
+    def score(self, X, y) -> float:
+        raise TypeError("a ranking model has no accuracy; compare decision_function(X) with the ranks "
+                        "(e.g. sklearn.metrics.roc_auc_score for two labels)")
+
+
+def count_pairs(ranks) -> int:
+    """m = |{(i, j): rank_i > rank_j}|, the number of loss terms of OP4."""
+    _, counts = np.unique(np.asarray(ranks), return_counts=True)
+    below = np.cumsum(counts) - counts
+    return int(np.dot(counts.astype(np.int64), below))
+
+
+def solve_ordinal(X, ranks, *, C=1.0, tol: float = 1e-3, max_iter: int | None = None, dtype=None,
+                  layout: str = "auto", history: bool = False, record_every: int = 1, throw: bool = False,
+                  **method_params) -> RankingResult:
+    """Ordinal-regression SVM (OP4) by Algorithm 2. X: (n, d) dense or scipy.sparse;
+    ranks: (n,) ordered labels with at least two distinct values; C > 0 scalar (see module doc);
+    tol: the paper's epsilon; dtype, layout, history, record_every, throw, max_iter: as
+    ``svmopt.solve`` (float32 unless dtype says otherwise); further keywords configure
+    ``cutting_plane`` (max_constraints, inactive_limit, ...).
+    """
+    X, n = _check_X(X)
+    ranks = np.asarray(ranks)
+    if ranks.ndim != 1:
+        raise ValueError(f"ranks must be 1-D with one label per row, got shape {ranks.shape}")
+    if ranks.shape[0] != n:
+        raise ValueError(f"shape mismatch: X has {n} rows but ranks has {ranks.shape[0]} labels")
+    if not np.issubdtype(ranks.dtype, np.number):
+        raise TypeError(f"ranks must be numeric (ordered), got dtype {ranks.dtype}")
+    if not np.all(np.isfinite(ranks)):
+        raise ValueError(f"ranks contain NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(ranks))[0])})")
+    values, codes = np.unique(ranks, return_inverse=True)
+    if values.size < 2:
+        raise ValueError(f"ranks have a single value ({values[0]!r}): there is no ordered pair to learn from")
+    return _solve_ranking(X, n, codes, values, C, tol, max_iter, dtype, layout, history, record_every, throw,
+                          method_params)
+
+
+def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, max_iter: int | None = None, dtype=None,
+                   layout: str = "auto", history: bool = False, record_every: int = 1, throw: bool = False,
+                   **method_params) -> RankingResult:
+    """ROC-area SVM: ``solve_ordinal`` with two labels (the larger one ranks higher).
+
+    Minimizes 1/2||w||^2 + C sum_{y_i = +, y_j = -} (1 - w.(x_i - x_j))_+; the mean pairwise
+    hinge loss (extras["loss"]) is an upper bound on 1 - AUC of the training scores.
+    """
+    X, n = _check_X(X)
+    k = np.unique(np.asarray(y)).size
+    if np.asarray(y).ndim == 1 and k > 2:
+        raise ValueError(f"ROC-area optimization needs exactly two labels, y has {k}; "
+                         "use solve_ordinal for more ordered ranks")
+    y_pm, classes = encode_labels(y, n)  # clear errors for one label, NaN, shape
+    return _solve_ranking(X, n, (y_pm > 0).astype(np.int64), classes, C, tol, max_iter, dtype, layout, history,
+                          record_every, throw, method_params)
+
+
+def _check_X(X):
+    if isinstance(X, (DenseOperator, SparseOperator)):
+        return X, X.shape[0]
+    if not sp.issparse(X):
+        X = np.asarray(X) if not isinstance(X, jax.Array) else X
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    _check_finite_X(X)
+    return X, X.shape[0]
+
+
+def _solve_ranking(X, n, codes, values, C, tol, max_iter, dtype, layout, history, record_every, throw, params):
+    C_arr = _check_C(C)
+    if C_arr.ndim != 0:
+        raise ValueError(f"ranking solves take a scalar C, got shape {C_arr.shape}")
+    method = cutting_plane(task="ordinal", n_ranks=int(values.size), tol=tol, **params)
+    dt = _resolve_dtype(X, dtype)
+    op = as_operator(X, dt, layout=layout)
+    cast = lambda t: jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), t)  # noqa: E731
+    pb = Problem(op=op, y=jnp.asarray(codes, dt), s=jnp.ones((n,), dt), C=jnp.asarray(float(C_arr), dt),
+                 loss=cast(hinge), reg=cast(l2), fit_intercept=False)
+    method.validate(pb)
+    if max_iter is None:
+        max_iter = method.default_max_iter(pb)
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    out, hist, timings = driver.run(method, pb, max_iter=int(max_iter), history=history, record_every=record_every)
+    res = _to_result(out, hist, timings, method, pb, values, C, None, throw)
+    fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(Result)}
+    fields.update(loss="pairwise_hinge", extras={**res.extras, "pairs": count_pairs(codes)})
+    return RankingResult(**fields, ranks=values)
