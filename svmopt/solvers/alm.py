@@ -53,7 +53,9 @@ class ALM(Method):
     cg_iters, cg_tol    inner CG of the exact variant
     precondition        scale the inexact step (and CG) by the diagonal of the (w, b) Hessian,
                         diag(X^T X) + 1/mu and n (Jacobi); the exact line search along the
-                        scaled direction keeps eq. 18's role. Off = the paper's plain gradient.
+                        scaled direction keeps eq. 18's role. Off (default) = the paper's plain
+                        gradient: on a9a squared hinge Jacobi is 3x faster to a 1e-4 gap but
+                        stalls in the tail (5000 iterations short of 1e-5, plain needs 1566).
     """
 
     variant: str = "inexact"
@@ -67,7 +69,7 @@ class ALM(Method):
     patience: int = 1000
     cg_iters: int = 20
     cg_tol: float = 1e-6
-    precondition: bool = True
+    precondition: bool = False
 
     name = "alm"
 
