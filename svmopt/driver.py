@@ -25,7 +25,7 @@ from jax import lax
 from .problem import Problem, dual_objective, primal_objective, project_dual
 from .result import Status
 
-__all__ = ["core", "summarize", "run", "RUNNING"]
+__all__ = ["core", "summarize", "final_status", "run", "RUNNING"]
 
 RUNNING = -1
 
@@ -69,11 +69,16 @@ def summarize(method, pb: Problem, state, k, code):
     # the objective at w = 0, b = 0 bounds any sensible run: far above it means divergence
     start = pb.reg.value(jnp.zeros_like(w)) + jnp.sum(pb.cs * pb.loss.value(jnp.zeros_like(pb.y)))
     finite = jnp.all(jnp.isfinite(w)) & jnp.isfinite(b) & jnp.isfinite(primal)
+    return dict(w=w, b=b, primal=primal, dual=dual, gap=gap, status=final_status(code, primal, start, finite),
+                iterations=k, extras=extras)
+
+
+def final_status(code, primal, start, finite):
+    """The Status a run ends with: the method's code, or MAX_ITER, DIVERGED (objective far above
+    its value at the start), NONFINITE."""
     status = jnp.where(code == RUNNING, Status.MAX_ITER, code)
     status = jnp.where(primal > 1e3 * (jnp.abs(start) + 1.0), Status.DIVERGED, status)
-    status = jnp.where(finite, status, Status.NONFINITE)
-    return dict(w=w, b=b, primal=primal, dual=dual, gap=gap, status=status.astype(jnp.int32),
-                iterations=k, extras=extras)
+    return jnp.where(finite, status, Status.NONFINITE).astype(jnp.int32)
 
 
 def core(method, pb: Problem, max_iter: int):

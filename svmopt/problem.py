@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from .losses import Loss
 from .regularizers import Regularizer
 
-__all__ = ["Problem", "primal_objective", "dual_objective", "project_dual", "primal_gradient"]
+__all__ = ["Problem", "primal_objective", "dual_objective", "dual_loss_part", "project_dual", "primal_gradient"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -116,7 +116,11 @@ def dual_objective(pb: Problem, alpha):
     v = pb.op.rmatvec(alpha * pb.y)
     theta = pb.reg.dual_scale(v)
     alpha, v = alpha * theta, v * theta
+    return dual_loss_part(pb, alpha) - pb.reg.conjugate(v), v
+
+
+def dual_loss_part(pb: Problem, alpha):
+    """sum_i C s_i (-l*(-alpha_i / (C s_i))): the loss's share of the dual objective."""
     cs = pb.cs
     a = jnp.where(cs > 0, alpha / jnp.where(cs > 0, cs, 1.0), 0.0)
-    loss_part = jnp.sum(jnp.where(cs > 0, cs * pb.loss.dual_value(a), 0.0))
-    return loss_part - pb.reg.conjugate(v), v
+    return jnp.sum(jnp.where(cs > 0, cs * pb.loss.dual_value(a), 0.0))

@@ -113,7 +113,9 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
         fit_intercept = False
     dt = _resolve_dtype(X, dtype)
     op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout)
-    loss = loss.bind(op.row_inf_norms()) if loss.family.bind is not None else loss
+    if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
+        kappa = op.row_inf_norms()
+        loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
     pb = Problem(op=op, y=jnp.asarray(y_pm, dt), s=jnp.asarray(s, dt), C=jnp.asarray(C_arr.ravel()[0], dt),
                  loss=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), loss),
                  reg=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), reg), fit_intercept=bool(fit_intercept))
@@ -152,7 +154,7 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                      intercept_scaling, throw)
     if pb.kernel is not None and C_arr.ndim == 0:
         alpha = np.asarray(res.extras["alpha"])
-        sv = np.flatnonzero(alpha > 0)
+        sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM) counts too
         res.kernel = pb.kernel
         res.support_vectors = X[sv]
         res.dual_coef = alpha[sv] * np.asarray(pb.y)[sv]
