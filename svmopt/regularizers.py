@@ -151,7 +151,7 @@ _SMOOTHED_L1 = _RegFamily(
 
 def smoothed_l1(mu: float) -> Regularizer:
     """NESVM's smoothed l1 (Huber, eq. 23-28); under-approximates ||w||_1 by <= d mu/2 (Theorem 2)."""
-    if not mu > 0:
+    if isinstance(mu, (int, float)) and not mu > 0:  # traced mu (homotopy, vmap) is the caller's
         raise ValueError(f"smoothed_l1 needs mu > 0, got {mu}")
     return Regularizer(_SMOOTHED_L1, {"mu": jnp.asarray(mu)})
 

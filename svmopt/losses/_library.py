@@ -62,7 +62,7 @@ def smoothed_hinge(mu: float = 5.0, per_sample: bool = True) -> Loss:
     as in the paper's experiments. Under-approximates the hinge by <= mu_i / 2
     (Theorem 1).
     """
-    if not mu > 0:
+    if isinstance(mu, (int, float)) and not mu > 0:  # traced mu (homotopy, vmap) is the caller's
         raise ValueError(f"smoothed_hinge needs mu > 0, got {mu}")
     fam = _SMOOTHED_HINGE if per_sample else _SMOOTHED_HINGE_PLAIN
     return Loss(fam, {"mu": jnp.asarray(mu)})
