@@ -3,5 +3,8 @@ from ._base import Method
 from .alm import ALM, alm
 from .cutting_plane import CuttingPlane, cutting_plane
 from .nesvm import NESVM, homotopy_nesvm, nesvm
+from .dual_cd import DualCD, dual_cd
+from .alfpgm import ALFPGM, alfpgm
 
-__all__ = ["Method", "ALM", "alm", "CuttingPlane", "cutting_plane", "NESVM", "nesvm", "homotopy_nesvm"]
+__all__ = ["Method", "ALM", "alm", "CuttingPlane", "cutting_plane", "NESVM", "nesvm", "homotopy_nesvm",
+           "DualCD", "dual_cd", "ALFPGM", "alfpgm"]

@@ -1,0 +1,520 @@
+"""Dual coordinate descent for linear SVMs (Hsieh, Chang, Lin, Keerthi, Sundararajan, ICML 2008).
+
+The dual of an l2-regularized loss whose conjugate is box plus diagonal (``Loss.box_diagonal``):
+
+    min_alpha  1/2 alpha^T Qbar alpha - e^T alpha,   L_i <= alpha_i <= U_i,   Qbar = Q + D   (eq. 4)
+    Q_ij = y_i y_j x_i.x_j,  U_i = upper C s_i,  L_i = lower C s_i,  D_ii = 2 quad / (C s_i)
+
+hinge: [0, C], D = 0; squared hinge: [0, inf), D_ii = 1/(2C); least squares: (-inf, inf),
+D_ii = 1/(2C); smoothed hinge: [0, C], D_ii = mu_i / C. One routine serves every such loss
+and sample weights enter only through U_i, L_i and D_ii. With w = sum_i y_i alpha_i x_i kept
+up to date (eq. 11, 13), one coordinate step of Algorithm 1 is
+
+    G   = y_i w.x_i - 1 + D_ii alpha_i                          (eq. 12)
+    PG  = min(G, 0) at L_i,  max(G, 0) at U_i,  G inside        (eq. 8)
+    alpha_i <- clip(alpha_i - G / Qbar_ii, L_i, U_i)           (eq. 9, Qbar_ii precomputed)
+    w   += (alpha_i_new - alpha_i_old) y_i x_i                  (eq. 13)
+
+``variant`` (one outer iteration = one driver step = one pass over the coordinates):
+
+  "serial"  Algorithm 1 in a fresh random order each pass (Section 3.1) with shrinking
+            (Section 3.2, LIBLINEAR's rule): a coordinate at a bound whose G lies beyond the
+            previous pass's extreme projected gradients (Mbar, mbar, eq. 16) leaves the active
+            set. Active coordinates are sorted to the front of the pass and the loop runs to
+            their (dynamic) count, so shrunk coordinates cost nothing. The pass stops the run
+            when M - m < tol over all coordinates; when only the shrunk problem meets it, every
+            coordinate is restored (w is maintained, so no gradient is reconstructed).
+  "online"  Algorithm 2: n coordinates drawn uniformly with replacement per pass, no
+            shrinking; M - m is the exact projected gradient at the end of the pass (one matvec).
+  "block"   ``block_size`` coordinates per loop step. Each proposes its own eq.-9 update d_i
+            from the same w, and the block moves by t d with t in [0, 1] the exact minimiser of
+            the dual along d: a monotone safeguard (the dual never increases), i.e. a coordinate
+            gradient descent with exact line search (Tseng & Yun 2009, which gives convergence).
+            The rows are laid out once in a random order and each pass visits the blocks in a
+            fresh random order; the layout is redrawn when shrinking (as in "serial") has removed
+            a quarter of its rows or when they are restored. Once the active rows are few
+            (<= max(8 block_size, n/16)) a pass takes exact serial steps, block after block: the
+            serial fallback, where Jacobi steps on a small, strongly coupled active set would
+            stall. Stopping as in "serial".
+
+Cost under XLA: every kernel launch in a loop body costs ~0.1 us on CPU (several us on GPU),
+so the serial body is kept to a few kernels: a gather of w (sparse rows), the fused update,
+a scatter into w, an in-place write of the pass's output (``bench/dcd_epoch.py`` counts the
+HLO ops). For that a pass first gathers its rows into pass order (y_i x_i, D_ii, L_i, U_i,
+1/Qbar_ii, alpha_i) and the loop reads them in sequence, carrying only w and the output (new
+alpha, PG, shrink flag) that is scattered back after the loop: each coordinate is visited
+once per pass, so alpha_i can be read from the records. A block step costs about as many
+kernels for ``block_size`` coordinates. Sparse rows are padded (ELL) rows of ``width``
+entries built once from the CSR; rows that are longer are visited after the short ones in
+the same random pass, their remaining entries walked in chunks of ``width``.
+
+Intercept: the dual has no equality constraint y^T alpha = 0, so dual CD cannot keep a free
+intercept. Use LIBLINEAR's bias feature (``solve(..., intercept_scaling=1.0)``: a constant
+column is appended and b = w_last * s is regularized) or ``fit_intercept=False``; ``alm``
+fits an unregularized intercept.
+
+Defaults: tol = 0.1 on M - m (LIBLINEAR's), at most 1000 passes (``dcd_hsieh2008.txt``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..operators import DenseOperator
+from ..problem import Problem
+from ..result import Status
+from ._base import Method, require
+
+__all__ = ["DualCD", "dual_cd"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DualCD(Method):
+    """Dual coordinate descent. Parameters (defaults: LIBLINEAR's where it has one):
+
+    variant     "serial" (Algorithm 1 + Sections 3.1-3.2, default), "online" (Algorithm 2), "block"
+    tol         eps of Section 3.2: stop when M - m < tol (LIBLINEAR: 0.1)
+    shrinking   Section 3.2 shrinking (serial and block variants)
+    seed        int or ``jax.random`` key for the permutations / random indices: the same seed gives
+                the same run. Static, like every method parameter: a new seed compiles anew.
+    block_size  coordinates per step of the block variant (16: on a9a larger blocks lose more in
+                passes than they gain per pass; on ijcnn1 64 is a little faster, bench/dcd_epoch.py)
+    width       padded row width for sparse X (None: 1.25 x the mean row length, a multiple of 4);
+                rows longer than it stay exact, they only cost more
+    """
+
+    variant: str = "serial"
+    tol: float = 0.1
+    shrinking: bool = True
+    seed: Any = 0
+    block_size: int = 16
+    width: int | None = None
+
+    name = "dual_cd"
+
+    def __post_init__(self):
+        # a jax key is not hashable: keep (impl, raw words) so the method stays a static argument
+        seed = self.seed
+        if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key) and seed.ndim == 0:
+            seed = (str(jax.random.key_impl(seed)),) + tuple(int(v) for v in np.asarray(jax.random.key_data(seed)))
+        elif isinstance(seed, (jax.Array, np.ndarray)) and seed.dtype == np.uint32 and seed.shape == (2,):
+            seed = ("threefry2x32",) + tuple(int(v) for v in np.asarray(seed))  # a raw jax.random.PRNGKey
+        elif np.ndim(seed) == 0 and np.issubdtype(np.asarray(seed).dtype, np.integer) and not isinstance(seed, bool):
+            seed = int(seed)
+        elif not (isinstance(seed, tuple) and seed and isinstance(seed[0], str)):  # (impl, words...) as stored
+            raise TypeError(f"dual_cd seed must be an int or a jax.random key, got {seed!r}")
+        object.__setattr__(self, "seed", seed)
+
+    def validate(self, pb: Problem) -> None:
+        require(pb.reg.name == "l2", f"dual_cd solves l2-regularized problems only, got reg={pb.reg!r}; "
+                                     "use method=nesvm for l1 / smoothed l1 / elastic net")
+        require(pb.kernel is None, "dual_cd is a linear solver; for a kernel use method=alfpgm or nesvm")
+        require(not pb.fit_intercept,
+                "dual_cd cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
+                "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
+                "or method=alm for an unregularized intercept")
+        pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
+        if self.variant not in ("serial", "online", "block"):
+            raise ValueError(f"dual_cd variant must be 'serial', 'online' or 'block', got {self.variant!r}")
+        if not self.tol > 0:
+            raise ValueError(f"dual_cd tol (eps of M - m < eps) must be > 0, got {self.tol}")
+        for field in ("block_size",) + (("width",) if self.width is not None else ()):
+            v = getattr(self, field)
+            if not (isinstance(v, (int, np.integer)) and v >= 1):
+                raise ValueError(f"dual_cd {field} must be a positive integer, got {v!r}")
+
+    def default_max_iter(self, pb) -> int:
+        return 1000  # the pass cap of LIBLINEAR 1.x
+
+    # -- state: w, alpha, the static row table, the active set and LIBLINEAR's Mbar / mbar
+    def init(self, pb: Problem):
+        dt, n, d = pb.dtype, pb.n, pb.d
+        lower, upper, quad = pb.loss.box_diagonal()
+        cs = pb.cs
+        live = cs > 0  # a zero-weight sample keeps alpha_i = 0
+        lo = jnp.where(live, -jnp.inf if lower == -np.inf else lower * cs, 0.0)
+        hi = jnp.where(live, jnp.inf if upper == np.inf else upper * cs, 0.0)
+        D = jnp.where(live, 2.0 * quad / jnp.where(live, cs, 1.0), 0.0) * jnp.ones((n,), dt)
+        qbar = pb.op.row_sq_norms() + D
+        # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
+        invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
+        rows = _rows(pb, self.width)
+        table = jnp.concatenate([rows.pop("vals"), jnp.stack([D, lo, hi, invq], axis=1).astype(dt)], axis=1)
+        inf = jnp.asarray(jnp.inf, dt)
+        st = dict(w=jnp.zeros((d,), dt), alpha=jnp.zeros((n,), dt), table=table, **rows,
+                  active=jnp.ones((n,), bool), Mbar=inf, mbar=-inf, crit=inf, done=jnp.asarray(False),
+                  n_active=jnp.asarray(n, jnp.int32), key=_key(self.seed))
+        if self.variant == "block":
+            key, sub = jax.random.split(st["key"])
+            st.update(key=key, layout=_layout(st, sub, self.block_size))
+        return st
+
+    def step(self, pb: Problem, st):
+        key, sub = jax.random.split(st["key"])
+        if self.variant == "online":
+            w, alpha = _online_pass(pb, st, sub)
+            M, m = _exact_extremes(pb, st, w, alpha)
+            kept = st["active"]
+        elif self.variant == "serial":
+            w, alpha, M, m, kept = _serial_pass(self, pb, st, sub)
+        else:
+            w, alpha, M, m, kept, layout = _block_pass(self, pb, st, sub)
+            st = dict(st, layout=layout)
+        crit = M - m
+        met = crit < self.tol
+        full = jnp.all(kept)
+        reset = met & ~full  # the shrunk problem is solved: restore every coordinate
+        inf = jnp.asarray(jnp.inf, w.dtype)
+        return dict(st, w=w, alpha=alpha, key=key, crit=crit, done=met & full,
+                    active=kept | reset, n_active=jnp.sum(kept, dtype=jnp.int32),
+                    Mbar=jnp.where(reset | (M <= 0), inf, M),  # eq. 16
+                    mbar=jnp.where(reset | (m >= 0), -inf, m))
+
+    def check(self, pb, st):
+        return jnp.where(st["done"], Status.CONVERGED, -1)
+
+    def finalize(self, pb, st):
+        return st["w"], jnp.zeros((), st["w"].dtype), st["alpha"], {"criterion": st["crit"],
+                                                                     "active": st["n_active"]}
+
+
+# ---------------------------------------------------------------- the coordinate update (eq. 8, 9, 16)
+def _update(a, G, lo, hi, invq, Mbar, mbar):
+    """New alpha, projected gradient (0 when shrunk) and shrink flag; elementwise."""
+    at_lo, at_hi = a <= lo, a >= hi
+    shrink = (at_lo & (G > Mbar)) | (at_hi & (G < mbar))  # eq. 16
+    pg = jnp.where(at_lo, jnp.minimum(G, 0.0), jnp.where(at_hi, jnp.maximum(G, 0.0), G))  # eq. 8
+    # a shrunk coordinate sits at a bound with G pointing out of the box: the clip keeps it there
+    return jnp.clip(a - G * invq, lo, hi), jnp.where(shrink, 0.0, pg), shrink  # eq. 9
+
+
+def _bounds(method, st):
+    """Mbar, mbar of eq. 16 (no shrinking: +-inf)."""
+    inf = jnp.asarray(jnp.inf, st["w"].dtype)
+    return (st["Mbar"], st["mbar"]) if method.shrinking else (inf, -inf)
+
+
+def _extremes(pg, kept):
+    """M, m: the largest and smallest projected gradient over the coordinates kept in the pass."""
+    return jnp.max(jnp.where(kept, pg, -jnp.inf)), jnp.min(jnp.where(kept, pg, jnp.inf))
+
+
+def _serial_pass(method, pb: Problem, st, key):
+    """Algorithm 1 over the active coordinates in a fresh random order (Sections 3.1-3.2)."""
+    n, width = pb.n, st["table"].shape[1] - 4
+    Mbar, mbar = _bounds(method, st)
+    # active short rows first, then active long rows, shrunk ones last (not visited)
+    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], st["long"].astype(jnp.int32), 2))
+    n_short, n_act = counts[0], counts[0] + counts[1]
+    recs = _records(st, order, 1)
+    recs["alpha"] = st["alpha"][order]
+    out = jnp.zeros((n, 3), recs["alpha"].dtype).at[:, 0].set(recs["alpha"])  # new alpha, PG, shrink flag
+    carry = lax.fori_loop(0, n_short, _serial_body(recs, width, Mbar, mbar, tails=False), (st["w"], out))
+    if st["tail"] is not None:
+        carry = lax.fori_loop(n_short, n_act, _serial_body(recs, width, Mbar, mbar, tails=True), carry)
+    w, out = carry
+    kept = (jnp.arange(n) < n_act) & (out[:, 2] == 0)
+    return (w, st["alpha"].at[order].set(out[:, 0]), *_extremes(out[:, 1], kept),
+            jnp.zeros((n,), bool).at[order].set(kept))
+
+
+def _block_pass(method, pb: Problem, st, key):
+    """The block variant: blocks of a stored random layout of the active rows, in a random block order.
+
+    Gathering every row into a fresh order each pass costs more than the block loop itself, so
+    the rows are laid out once (active ones first, in a random order) and a pass permutes only
+    the blocks. The layout is redrawn when shrinking has removed a quarter of its rows or when
+    the shrunk coordinates are restored, so shrinking still shortens the pass. When the active
+    rows fit in max(8 B, n/16) the pass takes exact serial steps instead, block after block:
+    there Jacobi steps on a few strongly coupled rows stall, and serial steps are cheap.
+    """
+    n, B = pb.n, method.block_size
+    width = st["table"].shape[1] - 4
+    Mbar, mbar = _bounds(method, st)
+    k_lay, k_blk = jax.random.split(key)
+    n_active, lay = jnp.sum(st["active"], dtype=jnp.int32), st["layout"]
+    stale = (n_active > lay["n"]) | (4 * n_active < 3 * lay["n"])
+    lay = lax.cond(stale, lambda: _layout(st, k_lay, B), lambda: lay)
+    order = lay["order"]
+    recs = dict(lay["recs"], csr=None if st["tail"] is None else st["tail"]["csr"])
+    n_pad = recs["table"].shape[0]
+    pad = lambda x: jnp.concatenate([x, jnp.zeros((n_pad - n,), x.dtype)])
+    recs["alpha"] = pad(st["alpha"][order])
+    live = pad(st["active"][order]) & (jnp.arange(n_pad) < lay["n"])  # rows shrunk since the layout: skipped
+    n_blocks = (lay["n"] + B - 1) // B
+    ids = jnp.arange(n_pad // B)
+    blocks, _ = _grouped(_random_order(k_blk, n_pad // B), jnp.where(ids < n_blocks, 0, 2))
+    out = jnp.zeros((n_pad, 3), recs["alpha"].dtype).at[:, 0].set(recs["alpha"])
+    jacobi = _block_body(recs, width, Mbar, mbar, B, blocks, live)
+    serial = _serial_body(recs, width, Mbar, mbar, recs["tail"] is not None,
+                          pos=lambda s: blocks[s // B] * B + s % B, live=live)
+    w, out = lax.cond(lay["n"] <= max(8 * B, n // 16),
+                      lambda c: lax.fori_loop(0, n_blocks * B, serial, c),
+                      lambda c: lax.fori_loop(0, n_blocks, jacobi, c), (st["w"], out))
+    kept = live[:n] & (out[:n, 2] == 0)
+    return (w, st["alpha"].at[order].set(out[:n, 0]), *_extremes(out[:n, 1], kept),
+            jnp.zeros((n,), bool).at[order].set(kept), lay)
+
+
+def _layout(st, key, B):
+    """The active rows in a random order (then the inactive ones), gathered once, padded to B."""
+    n = st["active"].shape[0]
+    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], 0, 2))
+    recs = _records(st, order, B)
+    recs.pop("csr")  # static: taken from the state each pass, not stored twice
+    return dict(order=order, n=counts[0], recs=recs)
+
+
+def _serial_body(recs, width, Mbar, mbar, tails, pos=None, live=None):
+    """Coordinate step s of Algorithm 1 on the pass's records (eq. 12, 8, 9, 13).
+
+    ``pos`` maps the step to a record (default: record s); ``live`` masks records not to update.
+    """
+
+    def body(s, carry):
+        w, out = carry
+        p = s if pos is None else pos(s)
+        f = lax.dynamic_index_in_dim(recs["table"], p, keepdims=False)
+        a = lax.dynamic_index_in_dim(recs["alpha"], p, keepdims=False)
+        row = _record_row(recs, p, tails)
+        G = _row_dot(w, row, f[:width]) - 1.0 + f[width] * a
+        a_new, pg, shrink = _update(a, G, f[width + 1], f[width + 2], f[width + 3], Mbar, mbar)
+        if live is not None:
+            on = live[p]
+            a_new, pg, shrink = jnp.where(on, a_new, a), jnp.where(on, pg, 0.0), on & shrink
+        w = _row_axpy(w, row, f[:width], a_new - a)
+        return w, lax.dynamic_update_index_in_dim(out, jnp.stack([a_new, pg, shrink.astype(w.dtype)]), p, 0)
+
+    return body
+
+
+def _block_body(recs, width, Mbar, mbar, B, blocks, live):
+    """Block step: B Jacobi proposals (eq. 9) from one w, then the exact line search on the dual."""
+
+    def body(b, carry):
+        w, out = carry
+        s = blocks[b] * B
+        f = lax.dynamic_slice_in_dim(recs["table"], s, B)
+        a = lax.dynamic_slice_in_dim(recs["alpha"], s, B)
+        on = lax.dynamic_slice_in_dim(live, s, B)
+        row = _record_row(recs, s, recs["tail"] is not None, B)
+        vals, Dii = f[:, :width], f[:, width]
+        G = _row_dot(w, row, vals) - 1.0 + Dii * a
+        a_new, pg, shrink = _update(a, G, f[:, width + 1], f[:, width + 2], f[:, width + 3], Mbar, mbar)
+        dlt = jnp.where(on, a_new - a, 0.0)
+        # along t dlt the dual changes by t G.dlt + t^2/2 (|v|^2 + sum D dlt^2), v = sum dlt_i y_i x_i
+        v = _row_axpy(jnp.zeros_like(w), row, vals, dlt)
+        curv = jnp.vdot(v, v) + jnp.sum(Dii * dlt * dlt)
+        slope = jnp.vdot(G, dlt)
+        t = jnp.where(curv > 0, jnp.clip(-slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0), 1.0)
+        res = jnp.stack([a + t * dlt, jnp.where(on, pg, 0.0), (on & shrink).astype(w.dtype)], axis=1)
+        return w + t * v, lax.dynamic_update_slice_in_dim(out, res, s, 0)
+
+    return body
+
+
+def _online_pass(pb: Problem, st, key):
+    """Algorithm 2: n uniformly random coordinates; alpha is read live (a coordinate may repeat)."""
+    n, d = pb.n, pb.d
+    width = st["table"].shape[1] - 4
+    pick = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
+    recs = _records(st, pick, 1)
+    slot = d + pick  # u = [w | alpha]: one gather reads w.x_i and alpha_i, one scatter writes both
+    tails = st["tail"] is not None
+
+    def body(s, u):
+        f = lax.dynamic_index_in_dim(recs["table"], s, keepdims=False)
+        row = _record_row(recs, s, tails)
+        cols = jnp.arange(d, dtype=jnp.int32) if row["cols"] is None else row["cols"]
+        idx = jnp.concatenate([cols, slot[s][None]])
+        g = _gather(u, idx)
+        a = g[width]
+        G = jnp.dot(g[:width], f[:width]) - 1.0 + f[width] * a
+        if tails:
+            G = G + _tail_dot(u, row["csr"], row["tail"], width)[0]
+        a_new, _, _ = _update(a, G, f[width + 1], f[width + 2], f[width + 3], jnp.inf, -jnp.inf)
+        delta = a_new - a
+        u = _scatter_add(u, idx, jnp.concatenate([delta * f[:width], delta[None]]))
+        return _tail_add(u, row["csr"], row["tail"], width, delta[None]) if tails else u
+
+    u = lax.fori_loop(0, n, body, jnp.concatenate([st["w"], st["alpha"]]))
+    return u[:d], u[d:]
+
+
+# ---------------------------------------------------------------- rows: dense, padded sparse, long tails
+_DN_GATHER = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+_DN_SCATTER = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+# the indices are in range by construction; skipping jnp's negative-index fix-up saves kernels per step
+_IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
+
+
+def _gather(x, idx):
+    return lax.gather(x, idx[..., None], _DN_GATHER, (1,), mode=_IN_BOUNDS)
+
+
+def _scatter_add(x, idx, upd):
+    return lax.scatter_add(x, idx[..., None], upd, _DN_SCATTER, mode=_IN_BOUNDS)
+
+
+def _record_row(recs, s, tails, B=None):
+    """Row s (or rows s..s+B) of the pass: column indices for sparse X, the tail for long rows."""
+    take = (lambda x: lax.dynamic_index_in_dim(x, s, keepdims=False)) if B is None else \
+        (lambda x: lax.dynamic_slice_in_dim(x, s, B))
+    row = {"cols": None if recs["cols"] is None else take(recs["cols"])}
+    if tails:
+        row.update(tail=take(recs["tail"]).reshape(-1, 2), csr=recs["csr"])
+    return row
+
+
+def _row_dot(w, row, vals):
+    """y_i x_i . w for one row (vals (W,)) or a block (vals (B, W))."""
+    if row["cols"] is None:
+        return vals @ w
+    out = jnp.sum(_gather(w, row["cols"]) * vals, axis=-1)
+    if "tail" in row:
+        out = out + _tail_dot(w, row["csr"], row["tail"], vals.shape[-1]).reshape(out.shape)
+    return out
+
+
+def _row_axpy(w, row, vals, coef):
+    """w + sum coef_i y_i x_i for one row (coef scalar) or a block (coef (B,))."""
+    if row["cols"] is None:
+        return w + (coef * vals if vals.ndim == 1 else coef @ vals)
+    w = _scatter_add(w, row["cols"], coef[..., None] * vals if vals.ndim > 1 else coef * vals)
+    if "tail" in row:
+        w = _tail_add(w, row["csr"], row["tail"], vals.shape[-1], jnp.reshape(coef, (-1,)))
+    return w
+
+
+def _tail_chunk(csr, tail, width, c):
+    """Entries c*width .. (c+1)*width of each row (start, length): (cols, vals), zero past its end.
+
+    Chunk 0 is the padded row itself; past-the-end positions read the padding (or are clamped) and
+    are masked to zero.
+    """
+    start, length = tail[:, 0], tail[:, 1]
+    p = c * width + jnp.arange(width)
+    ok = p < length[:, None]
+    pos = start[:, None] + p
+    return jnp.where(ok, csr["cols"][pos], 0), jnp.where(ok, csr["vals"][pos], 0.0)
+
+
+def _tail_dot(w, csr, tail, width):
+    """Dot products with w of the entries past ``width`` of rows tail = (start, length) (k, 2)."""
+
+    def body(c, acc):
+        cols, vals = _tail_chunk(csr, tail, width, c)
+        return acc + jnp.sum(w[cols] * vals, axis=1)
+
+    n_chunks = (jnp.max(tail[:, 1]) + width - 1) // width
+    return lax.fori_loop(1, n_chunks, body, jnp.zeros(tail.shape[:1], w.dtype))
+
+
+def _tail_add(w, csr, tail, width, coef):
+    """w[:d] += sum_k coef_k * (entries past ``width`` of row k)."""
+
+    def body(c, w):
+        cols, vals = _tail_chunk(csr, tail, width, c)
+        return w.at[cols].add(coef[:, None] * vals, mode="promise_in_bounds")
+
+    n_chunks = (jnp.max(tail[:, 1]) + width - 1) // width
+    return lax.fori_loop(1, n_chunks, body, w)
+
+
+def _width(pb: Problem, width):
+    """Static padded row width: d for dense X; for sparse X ``width`` or 1.25 x the mean row length."""
+    if isinstance(pb.op, DenseOperator):
+        return pb.d
+    if width is None:
+        width = 4 * int(np.ceil(1.25 * pb.op.nnz / max(pb.n, 1) / 4))
+    return int(max(1, min(width, pb.d)))
+
+
+def _rows(pb: Problem, width):
+    """z_i = y_i x_i as a table: vals (n, W); for sparse X also cols (n, W) and the long-row tails.
+
+    Built once per solve, inside the jitted core, from the operator's CSR (data, indices, indptr).
+    """
+    op, n, d = pb.op, pb.n, pb.d
+    W = _width(pb, width)
+    none = dict(cols=None, tail=None, long=jnp.zeros((n,), bool))
+    if isinstance(op, DenseOperator):
+        return dict(none, vals=op.X * pb.y[:, None])
+    start, length = op.indptr[:-1], op.indptr[1:] - op.indptr[:-1]
+    csr = dict(cols=jnp.concatenate([op.indices, jnp.zeros((W,), jnp.int32)]),
+               vals=jnp.concatenate([op.data * pb.y[op.row_ids], jnp.zeros((W,), op.dtype)]))
+    tail = jnp.stack([start, length], axis=1).astype(jnp.int32)
+    cols, vals = _tail_chunk(csr, tail, W, 0)
+    if W >= d:  # no row is longer than the padding
+        return dict(none, cols=cols, vals=vals)
+    return dict(cols=cols, vals=vals, tail=dict(rows=tail, csr=csr), long=length > W)
+
+
+def _records(st, order, B):
+    """The rows in ``order`` (one vectorized gather), padded with zero rows to a multiple of B."""
+    take = lambda x: x[order]
+    recs = dict(table=take(st["table"]), cols=None if st["cols"] is None else take(st["cols"]), tail=None, csr=None)
+    if st["tail"] is not None:
+        recs.update(tail=take(st["tail"]["rows"]), csr=st["tail"]["csr"])
+    pad = (-order.shape[0]) % B
+    if pad:  # zero rows: L = U = 0 proposes no move, length 0 has no tail
+        recs = {k: v if v is None or k == "csr" else jnp.concatenate([v, jnp.zeros((pad,) + v.shape[1:], v.dtype)])
+                for k, v in recs.items()}
+    return recs
+
+
+def _random_order(key, n):
+    """A random permutation of range(n): sort random bits packed above the index (one array sort).
+
+    XLA's sort of one uint32 array is ~10x faster on CPU than a key-value sort. With b index bits
+    32 - b random bits remain; ties (same random bits) are broken by the previous order, and a
+    second round with fresh bits is added when fewer than 16 random bits remain (n > 65536).
+    """
+    b = max(1, (n - 1).bit_length())
+    mask = (1 << b) - 1
+    rounds = 1 if 32 - b >= 16 else 2
+    order = jnp.arange(n, dtype=jnp.int32)
+    for k in jax.random.split(key, rounds):
+        r = jax.random.bits(k, (n,), jnp.uint32)
+        pos = lax.sort((r >> b << b) | jnp.arange(n, dtype=jnp.uint32), is_stable=False) & mask
+        order = order[pos.astype(jnp.int32)]
+    return order
+
+
+def _grouped(order, group):
+    """Stable partition of ``order`` by group id 0, 1, 2 (O(n), no sort); returns (order, counts)."""
+    g = group[order]
+    counts, offset = [], 0
+    pos = jnp.zeros_like(order)
+    for k in range(3):
+        hit = g == k
+        c = jnp.cumsum(hit, dtype=jnp.int32)
+        pos = jnp.where(hit, offset + c - 1, pos)
+        counts.append(c[-1])
+        offset = offset + c[-1]
+    return jnp.zeros_like(order).at[pos].set(order), counts
+
+
+def _exact_extremes(pb: Problem, st, w, alpha):
+    """max and min over i of the projected gradient (eq. 8) at (w, alpha): one matvec."""
+    width = st["table"].shape[1] - 4
+    Dii, lo, hi, invq = st["table"][:, width:].T
+    G = pb.y * pb.op.matvec(w) - 1.0 + Dii * alpha
+    _, pg, _ = _update(alpha, G, lo, hi, invq, jnp.inf, -jnp.inf)
+    return jnp.max(pg), jnp.min(pg)
+
+
+def _key(seed):
+    if isinstance(seed, tuple):
+        return jax.random.wrap_key_data(jnp.asarray(seed[1:], jnp.uint32), impl=seed[0])
+    return jax.random.key(seed)
+
+
+dual_cd = DualCD()

@@ -1,0 +1,304 @@
+"""Dual coordinate descent (Hsieh et al. 2008) against LIBLINEAR, scikit-learn and closed forms.
+
+Fast tests use heart_scale (270 x 13); the full a9a / ijcnn1 runs are marked slow, each with a
+heart_scale sibling. Method parameters are static, so every distinct (method, loss, shape,
+dtype) compiles once; the tests share methods and max_iter to keep that count low.
+"""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+from conftest import data_path
+
+import jax
+
+import svmopt
+from svmopt.losses import MissingCapability, hinge, least_squares, logistic, lp_hinge, smoothed_hinge, squared_hinge
+from svmopt.regularizers import l1
+from svmopt.solvers.dual_cd import DualCD, dual_cd
+
+FEATURES = {"heart_scale": 13, "a9a": 123, "ijcnn1": 22}
+MAXIT = 50000
+TIGHT = dual_cd(tol=1e-6)  # M - m < 1e-6: the objective is then far inside 1e-5 relative
+
+
+def load(name):
+    return svmopt.load_svmlight(data_path(name), n_features=FEATURES[name])
+
+
+def primal(X, y, w, b, loss, C=1.0, s=None, bias=None):
+    """0.5 ||w||^2 (+ 0.5 b^2 with a bias feature) + C sum s_i loss(y_i (x_i.w + b)), in numpy."""
+    m = y * (X @ w + b)
+    r = np.maximum(1.0 - m, 0.0)
+    losses = {"hinge": r, "squared_hinge": r * r, "least_squares": (1.0 - m) ** 2}[loss]
+    s = np.ones_like(y) if s is None else s
+    reg = 0.5 * (w @ w) + (0.5 * (b / bias) ** 2 if bias else 0.0)
+    return reg + C * float(np.sum(s * losses))
+
+
+def solve(X, y, loss, method=TIGHT, bias=None, **kw):
+    """float64 unless asked (precision is the point here; float32 has its own test)."""
+    kw.setdefault("dtype", "float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return svmopt.solve(X, y, loss=loss, method=method, fit_intercept=False, intercept_scaling=bias,
+                            max_iter=kw.pop("max_iter", MAXIT), **kw)
+
+
+def reference(X, y, loss, bias=None, sample_weight=None):
+    """Converged primal optimum: LIBLINEAR -s 1 (L2-loss) or scikit-learn LinearSVC (L1-loss)."""
+    if loss == "squared_hinge" and sample_weight is None:
+        from liblinear.liblinearutil import parameter, problem, train
+
+        B = -1 if bias is None else bias
+        model = train(problem(y, X, bias=B), parameter(f"-s 1 -c 1 -B {B} -e 1e-10 -q"))
+        coef = np.array([model.w[i] for i in range(X.shape[1] + (bias is not None))])
+        coef *= 1.0 if model.label[0] == 1 else -1.0
+        w, b = (coef[:-1], coef[-1] * bias) if bias else (coef, 0.0)
+    else:
+        from sklearn.svm import LinearSVC
+
+        svc = LinearSVC(loss="hinge" if loss == "hinge" else "squared_hinge", dual=True, tol=1e-10,
+                        max_iter=200000, C=1.0, fit_intercept=bias is not None, intercept_scaling=bias or 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            svc.fit(X, y, sample_weight=sample_weight)
+        w, b = svc.coef_.ravel(), float(svc.intercept_[0]) if bias else 0.0
+    return primal(X, y, w, b, loss, s=sample_weight, bias=bias)
+
+
+def dual_value(X, y, alpha, loss, C=1.0, s=None):
+    """D(alpha) = sum alpha - 1/2 sum D_ii alpha_i^2 - 1/2 ||X^T (alpha y)||^2 (eq. 4, negated)."""
+    s = np.ones_like(y) if s is None else s
+    v = X.T @ (alpha * y)
+    quad = 0.0 if loss == "hinge" else 0.25  # D_ii = 2 quad / (C s_i)
+    return float(np.sum(alpha) - np.sum(quad * alpha**2 / (C * s)) - 0.5 * v @ v)
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return load("heart_scale")
+
+
+# ---------------------------------------------------------------- objective against LIBLINEAR / scikit-learn
+@pytest.mark.parametrize("loss, bias", [(hinge, None), (squared_hinge, 1.0)], ids=["L1", "L2-bias"])
+def test_objective_matches_reference(heart, loss, bias):
+    X, y = heart
+    r = solve(X, y, loss, bias=bias)
+    ref = reference(X, y, loss.name, bias=bias)
+    assert r.status == svmopt.Status.CONVERGED
+    assert float(r.extras["criterion"]) < TIGHT.tol
+    assert int(r.extras["active"]) == r.extras["alpha"].shape[0]  # stopped on a full (unshrunk) pass
+    assert abs(r.primal_objective - ref) <= 1e-5 * ref
+    # the reported objective is the numpy one at the returned (w, b)
+    assert r.primal_objective == pytest.approx(primal(X, y, np.asarray(r.w), float(r.b), loss.name, bias=bias),
+                                               rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+@pytest.mark.parametrize("loss", [hinge, squared_hinge], ids=["L1", "L2"])
+@pytest.mark.parametrize("bias", [None, 1.0], ids=["nobias", "bias"])
+def test_objective_matches_reference_full(name, loss, bias):
+    X, y = load(name)
+    r = solve(X, y, loss, method=dual_cd(tol=1e-4), bias=bias)
+    if name == "a9a" and loss is hinge and bias is None:
+        ref = 11433.8077  # LinearSVC(loss='hinge', tol=1e-10, max_iter=200000), measured; LIBLINEAR -s 3 hits its cap
+    else:
+        ref = reference(X, y, loss.name, bias=bias)
+    assert r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - ref) <= 1e-5 * ref
+    assert float(r.gap) <= 1e-5 * ref
+
+
+# ---------------------------------------------------------------- variants, shrinking, layouts, dtype, seeds
+@pytest.fixture(scope="module")
+def heart_l1(heart):
+    X, y = heart
+    return solve(X, y, hinge), reference(X, y, "hinge")
+
+
+@pytest.mark.parametrize("method, layout", [
+    (TIGHT(shrinking=False), "auto"),
+    (TIGHT(variant="online", width=4), "sparse"),  # width 4 < row length: the long-row tails are walked
+    (TIGHT(variant="block", block_size=32, width=4), "sparse"),
+    pytest.param(TIGHT(variant="online"), "auto", marks=pytest.mark.slow),
+    pytest.param(TIGHT(variant="block", block_size=32), "auto", marks=pytest.mark.slow),
+], ids=["serial-noshrink", "online-sparse", "block-sparse", "online-dense", "block-dense"])
+def test_variants_reach_the_same_objective(heart, heart_l1, method, layout):
+    X, y = heart
+    base, ref = heart_l1
+    r = solve(X, y, hinge, method=method, layout=layout)
+    assert r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - base.primal_objective) <= 1e-5 * ref
+    assert abs(r.primal_objective - ref) <= 1e-5 * ref
+    np.testing.assert_allclose(r.w, base.w, rtol=0, atol=1e-3 * np.abs(base.w).max())
+
+
+@pytest.mark.slow
+def test_variants_reach_the_same_objective_a9a_subset():
+    """Slow sibling of the heart_scale test: 4000 rows of a9a (sparse), L1, every variant."""
+    X, y = load("a9a")
+    X, y = X[:4000], y[:4000]
+    ref = reference(X, y, "hinge")
+    for method in (dual_cd(tol=1e-4), dual_cd(tol=1e-4, shrinking=False), dual_cd(tol=1e-4, variant="online"),
+                   dual_cd(tol=1e-4, variant="block")):
+        r = solve(X, y, hinge, method=method)
+        assert r.status == svmopt.Status.CONVERGED, method
+        assert abs(r.primal_objective - ref) <= 1e-5 * ref, method
+
+
+def test_sparse_rows_match_dense(heart, heart_l1):
+    """Sparse rows padded to width 4 (every row is longer: its tail is walked in chunks) = dense X.
+
+    Same seed, same order: the runs differ only in summation order, so w agrees closely.
+    """
+    X, y = heart
+    dense, ref = heart_l1
+    r = solve(X, y, hinge, method=TIGHT(width=4), layout="sparse")
+    assert r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - dense.primal_objective) <= 1e-9 * ref
+    np.testing.assert_allclose(r.w, dense.w, rtol=0, atol=1e-6 * np.abs(dense.w).max())
+
+
+def test_float32(heart, heart_l1):
+    X, y = heart
+    _, ref = heart_l1
+    r = solve(X, y, hinge, method=dual_cd(tol=1e-3), dtype="float32")
+    assert r.w.dtype == np.float32 and r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - ref) <= 1e-4 * ref
+    assert float(r.gap) >= -1e-5 * ref  # weak duality survives float32 rounding
+
+
+CAPPED = dict(method=dual_cd(tol=1e-6, seed=jax.random.key(3)), max_iter=40)  # stops mid-run, MAX_ITER
+
+
+@pytest.fixture(scope="module")
+def capped(heart):
+    X, y = heart
+    return solve(X, y, hinge, **CAPPED)
+
+
+def test_same_seed_same_run(heart, capped):
+    """seed=3 and seed=jax.random.key(3) are the same key but different methods (compiled apart):
+    the mid-run iterates agree bit for bit."""
+    X, y = heart
+    again = solve(X, y, hinge, method=dual_cd(tol=1e-6, seed=3), max_iter=CAPPED["max_iter"])
+    np.testing.assert_array_equal(again.w, capped.w)
+    np.testing.assert_array_equal(again.extras["alpha"], capped.extras["alpha"])
+    assert hash(CAPPED["method"]) == hash(dual_cd(tol=1e-6, seed=jax.random.key(3)))  # a key is kept as raw words
+    with pytest.raises(TypeError, match="seed"):
+        dual_cd(seed="zero")
+
+
+def test_shrinking_shrinks(heart, heart_l1, capped):
+    """Mid-run, shrinking has taken coordinates out of the pass (the non-support vectors at
+    alpha = 0); convergence is only declared on a full pass, so at the end all are back."""
+    X, _ = heart
+    assert capped.status == svmopt.Status.MAX_ITER
+    assert 0 < int(capped.extras["active"]) < X.shape[0]
+    assert int(heart_l1[0].extras["active"]) == X.shape[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["serial", "block"])
+def test_batched_C_matches_single_solves(heart, variant):
+    """C as an array: one vmapped run (dynamic pass lengths become masked loops) = separate runs."""
+    X, y = heart
+    method = TIGHT(variant=variant)
+    Cs = np.array([0.5, 1.0, 2.0])
+    batch = solve(X, y, hinge, method=method, C=Cs)
+    for j, C in enumerate(Cs):
+        single = solve(X, y, hinge, method=method, C=C)
+        np.testing.assert_allclose(batch.w[j], single.w, rtol=0, atol=1e-12)
+        assert batch.primal_objective[j] == pytest.approx(single.primal_objective, rel=1e-12)
+
+
+# ---------------------------------------------------------------- duality gap
+def test_gap_bounds_suboptimality(heart, heart_l1, capped):
+    X, y = heart
+    tight, ref = heart_l1
+    for r in (capped, tight):
+        assert r.gap >= r.primal_objective - ref - 1e-9 * ref
+        alpha = np.asarray(r.extras["alpha"])
+        assert np.all(alpha >= 0) and np.all(alpha <= 1.0)
+        # the reported dual is D(alpha), and alpha is the solver's own: w = X^T (alpha y)
+        assert r.dual_objective == pytest.approx(dual_value(X, y, alpha, "hinge"), rel=1e-10)
+        np.testing.assert_allclose(X.T @ (alpha * y), r.w, rtol=0, atol=1e-9 * np.abs(r.w).max())
+    assert capped.primal_objective - ref > 1e-6 * ref  # the capped run is really suboptimal
+    assert tight.gap <= 1e-7 * ref
+
+
+# ---------------------------------------------------------------- losses and sample weights through U and D
+def test_sample_weights_hinge(heart):
+    X, y = heart
+    s = np.random.default_rng(0).uniform(0.0, 2.0, y.shape[0])
+    s[:10] = 0.0  # zero weight: alpha_i stays 0
+    r = solve(X, y, hinge, sample_weight=s)
+    ref = reference(X, y, "hinge", sample_weight=s)
+    assert abs(r.primal_objective - ref) <= 1e-5 * ref
+    assert np.all(np.asarray(r.extras["alpha"])[:10] == 0)
+    assert np.all(np.asarray(r.extras["alpha"]) <= s + 1e-12)  # U_i = C s_i
+
+
+def test_least_squares_closed_form(heart):
+    """Unbounded box (-inf, inf), D_ii = 1/(2 C s_i): (I + 2C X^T S X) w = 2C X^T S y."""
+    X, y = heart
+    s = np.random.default_rng(1).uniform(0.5, 2.0, y.shape[0])
+    Xd = X.toarray()
+    w = np.linalg.solve(np.eye(Xd.shape[1]) + 2.0 * Xd.T @ (s[:, None] * Xd), 2.0 * Xd.T @ (s * y))
+    r = solve(X, y, least_squares, sample_weight=s)
+    ref = primal(Xd, y, w, 0.0, "least_squares", s=s)
+    assert r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - ref) <= 1e-8 * ref
+    np.testing.assert_allclose(r.w, w, rtol=1e-6, atol=1e-8)
+
+
+def test_smoothed_hinge_per_sample(heart):
+    """NESVM's smoothed hinge with mu_i = mu ||x_i||_inf: box [0, C], D_ii = mu_i / C, vs L-BFGS."""
+    X, y = heart
+    mu = 0.5
+    Xd = X.toarray()
+    mus = mu * np.abs(Xd).max(axis=1)
+
+    def f(w):
+        r = 1.0 - y * (Xd @ w)
+        quad = r < mus
+        val = np.where(r <= 0, 0.0, np.where(quad, r * r / (2 * mus), r - mus / 2))
+        dl = np.where(r <= 0, 0.0, np.where(quad, r / mus, 1.0))
+        return 0.5 * w @ w + val.sum(), w - Xd.T @ (dl * y)
+
+    opt = scipy.optimize.minimize(f, np.zeros(Xd.shape[1]), jac=True, method="L-BFGS-B",
+                                  options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000))
+    r = solve(X, y, smoothed_hinge(mu))
+    assert r.status == svmopt.Status.CONVERGED
+    assert abs(r.primal_objective - opt.fun) <= 1e-7 * opt.fun
+    assert r.gap <= 1e-6 * opt.fun
+
+
+# ---------------------------------------------------------------- errors
+def test_free_intercept_is_refused(heart):
+    X, y = heart
+    with pytest.raises(MissingCapability, match="intercept_scaling=1.0.*fit_intercept=False.*method=alm"):
+        svmopt.solve(X, y, method=dual_cd)  # fit_intercept=True is solve's default
+
+
+@pytest.mark.parametrize("loss", [lp_hinge(1.5), logistic], ids=["lp1.5", "logistic"])
+def test_loss_without_box_diagonal_dual(heart, loss):
+    X, y = heart
+    with pytest.raises(MissingCapability, match="box-plus-diagonal dual"):
+        svmopt.solve(X, y, loss=loss, method=dual_cd, fit_intercept=False)
+
+
+def test_bad_parameters(heart):
+    X, y = heart
+    with pytest.raises(MissingCapability, match="l2-regularized"):
+        svmopt.solve(X, y, reg=l1, method=dual_cd, fit_intercept=False)
+    for bad, match in [(dict(variant="cyclic"), "variant"), (dict(tol=0.0), "tol"), (dict(block_size=0), "block_size"),
+                       (dict(width=0), "width")]:
+        with pytest.raises(ValueError, match=match):
+            svmopt.solve(X, y, method=dual_cd(**bad), fit_intercept=False)
+    with pytest.raises(TypeError, match="no parameter"):
+        dual_cd(eps=0.1)
+    assert isinstance(dual_cd, DualCD) and dual_cd.name == "dual_cd"
