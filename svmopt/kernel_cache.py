@@ -1,0 +1,189 @@
+"""A bounded cache of kernel rows that lives inside jit (fixed-size buffer, tags, use stamps).
+
+Decomposition solvers (``svmopt.solvers.alfpgm``) need rows K(x_t, X) of the
+kernel matrix for the indices t of each working set. Computing a row costs
+O(n d); the same indices come back often (free support vectors), so rows are
+kept in a buffer of ``S`` slots:
+
+    rows   (S, n)   the cached rows K(x_tags[s], X)
+    tags   (S,)     index held by each slot, -1 when empty
+    slot   (n,)     inverse map: slot holding row t, -1 when not cached
+    stamp  (S,)     when the slot was last used (LRU order; -1 when empty)
+    clock, hits, misses                       counters (int32 scalars)
+
+Memory is S * n * itemsize for the rows plus O(n + S) integers: the size is
+fixed when the cache is made (``cache_rows`` turns a budget in MB into S)
+and never grows. A lookup of m indices touches the hits, computes the misses
+in chunks of ``chunk`` rows (only as many chunks as there are misses) and
+writes them over the m least recently used slots, so S >= m is required.
+
+Eviction policies (``fetch(..., demote=...)``):
+  "lru"         least recently used first (LIBSVM's and scikit-learn's policy)
+  "lru+demote"  LRU, but rows of indices the caller marks as unlikely to come
+                back (the solver passes the ones its working-set rule has
+                excluded) go first; see tests/test_alfpgm.py and the closing
+                note for the measured hit rates.
+Everything is a pytree of arrays with static shapes, so the cache is carried
+through ``lax.while_loop`` and ``vmap``.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["KernelCache", "cache_rows", "init_cache", "fetch", "top_k"]
+
+_EMPTY = jnp.iinfo(jnp.int32).min + 1  # priority of an empty slot: always evicted first
+_DEMOTE = 2**30  # demoted rows rank below every used one (stamps stay < 2**29 + m)
+
+
+def _order_key(v):
+    """Unsigned integer keys with the order of ``v`` (floats by their IEEE bits, -inf < ... < inf)."""
+    if jnp.issubdtype(v.dtype, jnp.floating):
+        bits = v.dtype.itemsize * 8
+        u = lax.bitcast_convert_type(v, jnp.dtype(f"uint{bits}"))
+        sign = jnp.asarray(1 << (bits - 1), u.dtype)
+        return jnp.where(u & sign, ~u, u | sign)  # negatives: flip all bits; positives: set the sign bit
+    bits = v.dtype.itemsize * 8
+    return lax.bitcast_convert_type(v, jnp.dtype(f"uint{bits}")) ^ jnp.asarray(1 << (bits - 1), f"uint{bits}")
+
+
+def top_k(v, k: int, coarse: bool = False):
+    """(values, indices) of the k largest entries of the 1-D ``v``, largest first, ties by index.
+
+    Same answer as ``lax.top_k`` (which sorts all of v on CPU: ~60 ms at n = 50,000) by
+    bisection: on the order-preserving integer keys for the k-th value t (one pass over v
+    per key bit), then on the index for how many of the entries equal to t are taken;
+    finally the k winners are compacted and only they are sorted. ``coarse`` ranks float64
+    values by their float32 rounding (half the passes; values closer than that count as ties).
+    """
+    n = v.shape[0]
+    key = _order_key(v.astype(jnp.float32) if coarse and v.dtype == jnp.float64 else v)
+    one = jnp.ones((), key.dtype)
+    iota = jnp.arange(n, dtype=jnp.int32)
+
+    def by_key(_, c):  # largest t with #(key >= t) >= k
+        lo, hi = c
+        mid = lo + (hi - lo) // 2 + (hi - lo) % 2
+        ok = jnp.sum(key >= mid) >= k
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid - one)
+
+    t, _ = lax.fori_loop(0, key.dtype.itemsize * 8, by_key, (jnp.min(key), jnp.max(key)))
+    gt, eq = key > t, key == t
+    need = k - jnp.sum(gt)  # entries equal to t still to take, first ones by index
+
+    def by_index(_, c):  # smallest u with #(eq & iota < u) >= need
+        lo, hi = c
+        mid = (lo + hi) // 2
+        ok = jnp.sum(eq & (iota < mid)) >= need
+        return jnp.where(ok, lo, mid + 1), jnp.where(ok, mid, hi)
+
+    u, _ = lax.fori_loop(0, max(1, int(n).bit_length() + 1), by_index, (jnp.int32(0), jnp.int32(n)))
+    sel = gt | (eq & (iota < u))  # exactly k entries
+    pos = jnp.where(sel, jnp.cumsum(sel) - 1, k)
+    idx = jnp.zeros((k,), jnp.int32).at[pos].set(iota, mode="drop")
+    idx = idx[jnp.argsort(~key[idx], stable=True)]  # ~ reverses unsigned order: largest first
+    return v[idx], idx
+
+
+class KernelCache(NamedTuple):
+    rows: jnp.ndarray  # (S, n)
+    tags: jnp.ndarray  # (S,) int32
+    slot: jnp.ndarray  # (n,) int32
+    stamp: jnp.ndarray  # (S,) int32
+    clock: jnp.ndarray  # () int32
+    hits: jnp.ndarray  # () int32
+    misses: jnp.ndarray  # () int32
+
+    @property
+    def size(self) -> int:
+        return self.rows.shape[-2]
+
+
+def cache_rows(n: int, itemsize: int, size_mb: float, at_least: int) -> int:
+    """Number of rows S a ``size_mb`` budget holds for rows of length n (at most n).
+
+    Raises ValueError when the budget cannot hold ``at_least`` rows (one lookup).
+    """
+    if not size_mb > 0:
+        raise ValueError(f"cache_size must be > 0 MB, got {size_mb}")
+    S = int(size_mb * 2**20 // (n * itemsize))
+    need = min(at_least, n)
+    if S < need:
+        raise ValueError(f"cache_size={size_mb} MB holds {S} kernel rows of length n={n}, but one working set "
+                         f"needs {need}; raise cache_size to >= {need * n * itemsize / 2**20:.1f} MB "
+                         "or lower the number of pairs")
+    return min(S, n)
+
+
+def init_cache(S: int, n: int, dtype) -> KernelCache:
+    i32 = jnp.int32
+    return KernelCache(rows=jnp.zeros((S, n), dtype), tags=jnp.full((S,), -1, i32), slot=jnp.full((n,), -1, i32),
+                       stamp=jnp.full((S,), -1, i32), clock=jnp.zeros((), i32), hits=jnp.zeros((), i32),
+                       misses=jnp.zeros((), i32))
+
+
+def fetch(cache: KernelCache, idx, need, compute: Callable, chunk: int = 16, demote=None):
+    """Rows K(x_idx, X) (m, n) for the entries of ``idx`` with ``need`` set, and the updated cache.
+
+    idx     (m,) int indices, distinct where ``need`` is True (m <= cache size)
+    need    (m,) bool; rows of the other entries are returned as arbitrary cached rows
+    compute fn(idx_chunk (chunk,)) -> (chunk, n) kernel rows (called once per chunk of misses)
+    demote  optional (n,) bool: rows of these indices are evicted before any other (else pure LRU)
+    """
+    S, n = cache.rows.shape
+    m = idx.shape[0]
+    # use stamps: lookup number * m + position in the lookup (so LRU ties follow request order);
+    # past 2**29 every stamp is shifted down (the oldest ones merge at 0): no int32 overflow
+    shift = jnp.where((cache.clock + 1) * m >= 2**29, 2**28 // m, 0).astype(jnp.int32)
+    clock = cache.clock + 1 - shift
+    old_stamp = jnp.where(cache.tags >= 0, jnp.maximum(cache.stamp - shift * m, 0), -1)
+    now = clock * m + jnp.arange(m, dtype=jnp.int32)
+    s = cache.slot[idx]
+    hit = need & (s >= 0)
+    miss = need & (s < 0)
+    # touch the hits first so that no victim below is a row this lookup returns
+    stamp = old_stamp.at[jnp.where(hit, s, S)].set(now, mode="drop")
+    prio = jnp.where(cache.tags < 0, _EMPTY, stamp)
+    if demote is not None:
+        old = demote[jnp.maximum(cache.tags, 0)] & (cache.tags >= 0) & (stamp < clock * m)
+        prio = jnp.where(old, stamp - _DEMOTE, prio)  # demoted rows go first, in LRU order
+    k = min(m, S)
+    victims = top_k(-prio, k)[1]  # the k lowest priorities
+    # position of each miss among the misses (a small triangular product: m <= 2p)
+    tri = jnp.tril(jnp.ones((m, m), jnp.float32))
+    rank = (tri @ miss.astype(jnp.float32)).astype(jnp.int32) - 1
+    victim = jnp.where(miss, victims[jnp.clip(rank, 0, k - 1)], S)
+    n_miss = jnp.sum(miss)
+
+    # compute the missing rows chunk by chunk: order[r] = the entry of the r-th miss
+    pad = (-m) % chunk
+    order = jnp.zeros((m + pad,), jnp.int32).at[jnp.where(miss, rank, m + pad)].set(
+        jnp.arange(m, dtype=jnp.int32), mode="drop")
+
+    def cond(c):
+        return c[0] * chunk < n_miss
+
+    def body(c):
+        i, rows = c
+        sel = lax.dynamic_slice_in_dim(order, i * chunk, chunk)
+        fresh = (i * chunk + jnp.arange(chunk)) < n_miss
+        block = compute(idx[sel])
+        return i + 1, rows.at[jnp.where(fresh, victim[sel], S)].set(block, mode="drop")
+
+    _, rows = lax.while_loop(cond, body, (jnp.zeros((), n_miss.dtype), cache.rows))
+
+    # bookkeeping: the evicted indices forget their slot, the new ones take it
+    old_tag = jnp.where(miss, cache.tags[jnp.minimum(victim, S - 1)], -1)
+    slot = cache.slot.at[jnp.where(old_tag >= 0, old_tag, n)].set(-1, mode="drop")
+    slot = slot.at[jnp.where(miss, idx, n)].set(victim.astype(jnp.int32), mode="drop")
+    tags = cache.tags.at[victim].set(idx.astype(jnp.int32), mode="drop")
+    stamp = stamp.at[victim].set(now, mode="drop")
+    where = jnp.where(miss, victim, jnp.maximum(s, 0))
+    out = rows[jnp.minimum(where, S - 1)]
+    new = KernelCache(rows=rows, tags=tags, slot=slot, stamp=stamp, clock=clock,
+                      hits=cache.hits + jnp.sum(hit).astype(jnp.int32),
+                      misses=cache.misses + n_miss.astype(jnp.int32))
+    return out, new
