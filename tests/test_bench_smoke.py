@@ -1,0 +1,127 @@
+"""The benchmark harness must not rot: ``python -m bench.run --smoke`` end to end, plus its parts.
+
+The smoke run (a1a-sized input, L1 loss, svmopt:alm against LIBLINEAR -s 3, LinearSVC and
+SGD, the floor and a scaling sweep) writes into a temporary folder with a fresh reference
+cache, so the reference optimum is computed and certified every time.
+"""
+import csv
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is a top-level folder, not installed
+
+from bench import data, objective, run  # noqa: E402
+from bench.report import summary_rows  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    cache = tmp_path_factory.mktemp("cache")
+    res = run.main(["--smoke", "--out", str(out), "--cache", str(cache)])
+    return res, out
+
+
+def _csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def test_smoke_writes_stamped_files(smoke):
+    res, out = smoke
+    for key in ("md", "csv", "traces", "objective_png", "scaling_png"):
+        assert res["paths"][key].exists() and res["paths"][key].stat().st_size > 0, key
+    md = res["paths"]["md"].read_text()
+    assert "python -m bench.run --smoke" in md and "jax 0." in md and "liblinear-official" in md
+    assert "svmopt best @0.01" in md and "## 4. Reference optima" in md and "## 5. The floor" in md
+    assert res["paths"]["csv"].read_text().startswith("# date:")
+
+
+def test_smoke_table_has_rows_and_finite_ratios(smoke):
+    res, _ = smoke
+    rows = _csv(res["paths"]["csv"])
+    methods = {r["method"] for r in rows}
+    assert {"svmopt:alm", "liblinear -s 3", "LinearSVC", "SGD"} <= methods
+    by = {r["method"]: r for r in rows}
+    for m in ("svmopt:alm", "liblinear -s 3", "LinearSVC"):
+        t2, t3 = float(by[m]["t@0.01"]), float(by[m]["t@0.001"])
+        assert 0 < t2 <= t3 < 60, (m, t2, t3)
+    assert float(by["svmopt:alm"]["compile_s"]) > 0  # compile reported apart from the steady-state time
+    assert 0.7 < float(by["liblinear -s 3"]["acc@0.001"]) < 0.95  # a1a held-out accuracy is ~0.84
+    (s,) = summary_rows(res)
+    for thr in (0.01, 0.001):
+        ratio, lower_bound = s[f"ratio@{thr:g}"]
+        assert math.isfinite(ratio) and ratio > 0 and not lower_bound
+    traces = _csv(res["paths"]["traces"])
+    assert len(traces) >= 20 and all(math.isfinite(float(r["rel_err"])) for r in traces)
+
+
+def test_smoke_reference_is_certified_and_cross_checked(smoke):
+    res, _ = smoke
+    (ref,) = res["refs"]
+    assert ref["origin"] == "computed" and ref["certified"] and ref["rel_gap"] <= 1e-6
+    assert ref["cross"] is not None and ref["cross"] < 1e-2  # LIBLINEAR tiny tol and svmopt float64 agree
+    for e in res["traces"]:  # nobody beats a certified optimum
+        assert min(e["trace"].objectives) >= e["fstar"] * (1 - 2e-6) - 1e-3, e["trace"].method
+    alm = next(e["trace"] for e in res["traces"] if e["trace"].method == "svmopt:alm")
+    assert abs(alm.final_check) < 1e-4  # svmopt's float32 objective matches float64 numpy on its w
+
+
+def test_smoke_floor_and_scaling(smoke):
+    res, _ = smoke
+    assert res["meta"]["bandwidth_gbps"] > 0.1
+    whats = {r["what"] for r in res["floor"]}
+    assert {"svmopt op.fused", "svmopt matvec+rmatvec", "scipy CSR X@w, X.T@u"} <= whats
+    assert any(w.startswith("svmopt:alm iteration") for w in whats)
+    assert all(math.isfinite(r["floor_multiple"]) and r["floor_multiple"] > 0 for r in res["floor"])
+    assert len({r["n"] for r in res["scaling"]}) == 3
+    assert all(math.isfinite(v[0]) for v in res["slopes"].values()) and res["slopes"]
+
+
+def test_cli_rejects_unknown_names(tmp_path):
+    with pytest.raises(SystemExit, match="no method matches"):
+        run.main(["--smoke", "--methods", "nosuchsolver", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="unknown dataset"):
+        data.load("nosuchset")
+
+
+def test_generators_are_seeded_noisy_and_shaped():
+    X1, y1 = data.make_dense(3000, 54, seed=3)
+    X2, y2 = data.make_dense(3000, 54, seed=3)
+    assert np.array_equal(X1, X2) and np.array_equal(y1, y2) and X1.shape == (3000, 54)
+    assert np.all(X1[:, 10:].sum(axis=1) == 2)  # two one-hot blocks
+    S, ys = data.make_sparse(3000, seed=1)
+    assert S.shape == (3000, 47_236) and 70 < S.nnz / 3000 < 78
+    assert np.allclose(np.sqrt(S.multiply(S).sum(axis=1)), 1.0)
+    assert 0.4 < np.mean(ys > 0) < 0.6
+    from sklearn.svm import LinearSVC
+
+    # the same rule with n >> d, so training accuracy says whether the noise is there
+    for X, y in ((X1, y1), data.make_sparse(4000, d=300, terms_per_row=20, seed=1)):
+        assert 0.4 < np.mean(y > 0) < 0.6
+        acc = LinearSVC(C=1.0, tol=1e-3).fit(X, y).score(X, y)
+        assert 0.6 < acc < 0.98, acc  # learnable but not separable
+
+
+def test_dual_bounds_primal_and_kkt_completion_is_tight():
+    X, y = data.make_dense(800, 20, seed=0)
+    rng = np.random.default_rng(0)
+    for p in (1.0, 1.5, 2.0):
+        w = rng.standard_normal(20) * 0.1
+        a = rng.random(800) * (1.0 if p == 1 else 3.0)
+        assert objective.dual(X, y, a, p, 1.0) <= objective.primal(X, y, w, p, 1.0)
+    # at LIBLINEAR's L2 optimum the completed dual closes the gap
+    from liblinear.liblinearutil import train
+
+    from bench.methods import liblinear_weights
+
+    task = objective.Task(data.Dataset("d", X, y, X, y, False, "gen"), "L2", 2.0, "none")
+    m = train(y, X, "-s 2 -e 1e-10 -q -B -1")
+    w = liblinear_weights(m, task)[:, 0]
+    P = objective.primal(X, y, w, 2.0, 1.0)
+    assert abs(P - task.objective(w)) < 1e-9 * P
+    assert 0 <= P - objective.complete_dual(X, y, w, 2.0, 1.0) <= 1e-7 * P
