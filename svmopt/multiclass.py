@@ -27,7 +27,7 @@ from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import ConvergenceWarning, Result, SolverError, Status
-from .solve import _axes, configure_method, finish_problem, prepare
+from .solve import _axes, check_labels, configure_method, finish_problem, prepare
 from .solvers import Method, alm
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
@@ -74,16 +74,7 @@ class MulticlassResult(Result):
 
 def _labels(y, n: int):
     """(classes, Y) with Y (K, n) in +-1: row k is 'class k against the rest'."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
-    if y.shape[0] != n:
-        raise ValueError(f"shape mismatch: X has {n} rows but y has {y.shape[0]} labels")
-    if np.issubdtype(y.dtype, np.number) and not np.all(np.isfinite(y)):
-        raise ValueError(f"y contains NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(y))[0])})")
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
+    y, classes = check_labels(y, n, "a classifier")
     return classes, np.where(y[None, :] == classes[:, None], 1.0, -1.0)
 
 

@@ -34,8 +34,8 @@ def _check_finite_X(X):
         raise ValueError(f"X contains NaN or inf (first at row {row})")
 
 
-def encode_labels(y, n: int):
-    """Map two distinct labels to -1/+1 (the larger one is +1); returns (y_pm, classes)."""
+def check_labels(y, n: int, what: str = "a binary SVM"):
+    """Validate a label vector for n rows; returns (y as an array, its sorted distinct classes)."""
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
@@ -45,7 +45,13 @@ def encode_labels(y, n: int):
         raise ValueError(f"y contains NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(y))[0])})")
     classes = np.unique(y)
     if classes.size < 2:
-        raise ValueError(f"y has only one class ({classes[0]!r}); a binary SVM needs two")
+        raise ValueError(f"y has only one class ({classes[0]!r}); {what} needs two")
+    return y, classes
+
+
+def encode_labels(y, n: int):
+    """Map two distinct labels to -1/+1 (the larger one is +1); returns (y_pm, classes)."""
+    y, classes = check_labels(y, n)
     if classes.size > 2:
         raise ValueError(f"y has {classes.size} classes; solve() is binary — use svmopt.solve_multiclass "
                          "(one-vs-rest) for more than two")
