@@ -150,11 +150,24 @@ def _compile_core(method, pb, max_iter):
     return _compile(fn, ("core", method, max_iter), pb)
 
 
+_history_fns: dict = {}
+
+
+def _history_pieces(method):
+    """The jitted pieces of a history run, built once per method (jit then caches per shape)."""
+    fns = _history_fns.get(method)
+    if fns is None:
+        summ = _summarizer(method)
+        fns = (jax.jit(method.init),
+               jax.jit(lambda p, st, k, code, until: _loop(method, p, st, k, code, until)),
+               jax.jit(lambda p, st: summ(method, p, st, 0, RUNNING)["primal"]),
+               jax.jit(lambda p, st, k, code: summ(method, p, st, k, code)))
+        _history_fns[method] = fns
+    return fns
+
+
 def _run_with_history(method, pb, max_iter, record_every):
-    init = jax.jit(method.init)
-    chunk = jax.jit(lambda p, st, k, code, until: _loop(method, p, st, k, code, until))
-    obj = jax.jit(lambda p, st: _summarizer(method)(method, p, st, 0, RUNNING)["primal"])
-    summ = jax.jit(lambda p, st, k, code: _summarizer(method)(method, p, st, k, code))
+    init, chunk, obj, summ = _history_pieces(method)
 
     t0 = time.perf_counter()
     state = jax.block_until_ready(init(pb))
@@ -163,13 +176,15 @@ def _run_with_history(method, pb, max_iter, record_every):
     # one warm-up call per jitted piece so the history times exclude compilation
     jax.block_until_ready(chunk(pb, state, k, code, jnp.asarray(0)))
     jax.block_until_ready(obj(pb, state))
+    jax.block_until_ready(summ(pb, state, k, code))
     tc = time.perf_counter() - t0
 
     its, objs, times = [0], [float(obj(pb, state))], [0.0]
     elapsed = 0.0
     while int(k) < max_iter and int(code) == RUNNING:
+        until = jnp.asarray(min(int(k) + record_every, max_iter))  # outside the timed region
         t1 = time.perf_counter()
-        k, state, code = jax.block_until_ready(chunk(pb, state, k, code, jnp.minimum(k + record_every, max_iter)))
+        k, state, code = jax.block_until_ready(chunk(pb, state, k, code, until))
         elapsed += time.perf_counter() - t1
         its.append(int(k))
         objs.append(float(obj(pb, state)))
