@@ -189,7 +189,7 @@ def write(results, out_dir: Path, stem: str):
               "(element-wise work, and passes running slower inside the solver's loop than alone).", ""]
         hdr = ["dataset", "loss", "method", "compile s", "t@1e-2 s", "s/iter", "passes/iter", "matvec share",
                "fixed µs/iter", "fixed share", "other", "dominant"]
-        pct = lambda v: "—" if not math.isfinite(v) else f"{100 * v:.0f}%"  # noqa: E731
+        pct = lambda v: "—" if not math.isfinite(v) else (">100%" if v > 1 else f"{100 * v:.0f}%")  # noqa: E731
         rows = []
         for b in results["breakdown"]:
             rows.append([b["dataset"], b["loss"], b["method"], _t(b["compile_s"]), _t(b["t2"]), _t(b["s_per_iter"]),
@@ -281,6 +281,8 @@ def _plots(results, out_dir, stem):
                     ax.loglog(t, err, marker=".", ms=3, lw=1.2, label=lab, ls=ls)
             for thr in meta["thresholds"]:
                 ax.axhline(thr, color="grey", lw=0.6, ls=":")
+            lo, hi = ax.get_ylim()
+            ax.set_ylim(max(lo, 1e-9), min(hi, 10.0))  # a diverged trace (SGD, squared hinge) would flatten the rest
             ax.set_title(f"{key[0]} / {key[1]}")
             ax.set_xlabel("time (s, compile excluded)")
             ax.set_ylabel("(f - f*) / |f*|")
@@ -300,11 +302,14 @@ def _plots(results, out_dir, stem):
             for m in dict.fromkeys(r["method"] for r in results["scaling"] if (r["dataset"], r["loss"]) == g):
                 rs = [r for r in results["scaling"] if (r["dataset"], r["loss"], r["method"]) == (*g, m)]
                 sl = results["slopes"].get((*g, m), (math.nan, math.nan))
-                ax.loglog([r["n"] for r in rs], [r["seconds"] for r in rs], marker="o",
-                          label=f"{m} (slope {sl[0]:.2f}; per iter {sl[1]:.2f})")
+                (ln,) = ax.loglog([r["n"] for r in rs], [r["seconds"] for r in rs], marker="o",
+                                  label=f"{m} (slope {sl[0]:.2f}; per iter {sl[1]:.2f})")
+                cut = [r for r in rs if r.get("status", "CONVERGED") != "CONVERGED"]
+                ax.loglog([r["n"] for r in cut], [r["seconds"] for r in cut], ls="none", marker="o", ms=9,
+                          mfc="white", color=ln.get_color())  # hollow: stopped by the budget, not converged
             ax.set_title(f"scaling: {g[0]} / {g[1]}")
             ax.set_xlabel("n (rows)")
-            ax.set_ylabel("time to own stopping rule (s)")
+            ax.set_ylabel("time to own stopping rule (s); hollow = cut by budget")
             ax.legend(fontsize=7)
         fig.text(0.01, 0.005, stamp, fontsize=6, va="bottom")
         fig.tight_layout(rect=(0, 0.75 / fig.get_figheight(), 1, 1))
