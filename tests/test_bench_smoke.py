@@ -125,3 +125,26 @@ def test_dual_bounds_primal_and_kkt_completion_is_tight():
     P = objective.primal(X, y, w, 2.0, 1.0)
     assert abs(P - task.objective(w)) < 1e-9 * P
     assert 0 <= P - objective.complete_dual(X, y, w, 2.0, 1.0) <= 1e-7 * P
+
+
+def test_liblinear_one_vs_rest_columns_follow_the_task_classes():
+    from bench.methods import LiblinearMethod, liblinear_weights
+
+    X, _ = data.make_dense(900, 20, seed=2)
+    rng = np.random.default_rng(2)
+    y = np.array([7.0, 3.0, 5.0])[np.argmax(X @ rng.standard_normal((20, 3)) + 0.3 * rng.standard_normal((900, 3)),
+                                            axis=1)]
+    task = objective.Task(data.Dataset("mc", X, y, X, y, True, "gen"), "L2", 2.0, "bias")
+    assert list(task.classes) == [3.0, 5.0, 7.0]
+    ll = LiblinearMethod(2)
+    _, W, its, _ = ll.run(task, ll.problem(task), 1e-8)  # LIBLINEAR's own one-vs-rest
+    assert W.shape == (21, 3) and its > 0
+    from liblinear.liblinearutil import train
+
+    for k in range(3):  # each column solves "class k vs rest" as a binary problem would
+        yk = task.labels(k)
+        wk = liblinear_weights(train(yk, X, "-s 2 -e 1e-8 -B 1 -q"),
+                               objective.Task(data.Dataset("b", X, yk, X, yk, False, "gen"), "L2", 2.0))[:, 0]
+        Pk = objective.primal(task.X, yk, wk, 2.0, 1.0)
+        assert abs(objective.primal(task.X, yk, W[:, k], 2.0, 1.0) - Pk) <= 1e-6 * Pk
+    assert task.accuracy(W) > 0.8
