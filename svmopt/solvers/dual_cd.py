@@ -251,12 +251,13 @@ def _block_pass(method, pb: Problem, st, key):
     ids = jnp.arange(n_pad // B)
     blocks, _ = _grouped(_random_order(k_blk, n_pad // B), jnp.where(ids < n_blocks, 0, 2))
     out = jnp.zeros((n_pad, 3), recs["alpha"].dtype).at[:, 0].set(recs["alpha"])
-    jacobi = _block_body(recs, width, Mbar, mbar, B, blocks, live)
-    serial = _serial_body(recs, width, Mbar, mbar, recs["tail"] is not None,
-                          pos=lambda s: blocks[s // B] * B + s % B, live=live)
-    w, out = lax.cond(lay["n"] <= max(8 * B, n // 16),
-                      lambda c: lax.fori_loop(0, n_blocks * B, serial, c),
-                      lambda c: lax.fori_loop(0, n_blocks, jacobi, c), (st["w"], out))
+    loops = [lambda c: lax.fori_loop(0, n_blocks, _block_body(recs, width, Mbar, mbar, B, blocks, live), c)]
+    for tails in (False, True) if recs["tail"] is not None else (False,):
+        serial = _serial_body(recs, width, Mbar, mbar, tails, pos=lambda s: blocks[s // B] * B + s % B, live=live)
+        loops.append(lambda c, body=serial: lax.fori_loop(0, n_blocks * B, body, c))
+    # 0: Jacobi blocks; 1: the serial fallback; 2: the same when some active row is long
+    mode = jnp.where(lay["n"] <= max(8 * B, n // 16), 1 + jnp.any(st["long"] & st["active"]), 0)
+    w, out = lax.switch(jnp.minimum(mode, len(loops) - 1), loops, (st["w"], out))
     kept = live[:n] & (out[:n, 2] == 0)
     return (w, st["alpha"].at[order].set(out[:n, 0]), *_extremes(out[:n, 1], kept),
             jnp.zeros((n,), bool).at[order].set(kept), lay)
