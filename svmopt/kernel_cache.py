@@ -20,9 +20,10 @@ writes them over the m least recently used slots, so S >= m is required.
 Eviction policies (``fetch(..., demote=...)``):
   "lru"         least recently used first (LIBSVM's and scikit-learn's policy)
   "lru+demote"  LRU, but rows of indices the caller marks as unlikely to come
-                back (the solver passes the ones its working-set rule has
-                excluded) go first; see tests/test_alfpgm.py and the closing
-                note for the measured hit rates.
+                back (AL-FPGM passes the ones its MinMaxLimiter excludes) go
+                first. Same iterates, fewer misses: a9a 10k, 20 MB cache
+                18352 -> 17783 (-3%), 60 MB 10411 -> 9910 (-5%); ijcnn1 10k,
+                20 MB 7412 -> 6733 (-9%).
 Everything is a pytree of arrays with static shapes, so the cache is carried
 through ``lax.while_loop`` and ``vmap``.
 """
@@ -135,6 +136,8 @@ def fetch(cache: KernelCache, idx, need, compute: Callable, chunk: int = 16, dem
     """
     S, n = cache.rows.shape
     m = idx.shape[0]
+    if m > S:
+        raise ValueError(f"a lookup of {m} rows needs a cache of at least {m} rows, this one has {S}")
     # use stamps: lookup number * m + position in the lookup (so LRU ties follow request order);
     # past 2**29 every stamp is shifted down (the oldest ones merge at 0): no int32 overflow
     shift = jnp.where((cache.clock + 1) * m >= 2**29, 2**28 // m, 0).astype(jnp.int32)

@@ -17,7 +17,6 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +30,7 @@ from svmopt.kernels import rbf
 from svmopt.losses import MissingCapability, squared_hinge
 from svmopt.multiclass_kernel import solve_ovo
 from svmopt.regularizers import l1
-from svmopt.result import ConvergenceWarning, Status
+from svmopt.result import Status
 from svmopt.solvers.alfpgm import ALFPGM, alfpgm, project_hyperplane_box
 
 SVC = pytest.importorskip("sklearn.svm").SVC
@@ -300,9 +299,9 @@ def test_100k_rows_runs_in_bounded_memory():
     assert n == 100_000 and rep["iterations"] == 4 and rep["status"] == "MAX_ITER"
     assert rep["rows"] * n * 4 <= 64 * 2**20  # the cache holds at most its budget
     assert rep["misses"] > 0
-    peak = rep["peak_kb"] * 1024
-    assert peak < 3 * 2**30, peak  # whole process, JAX and the compiler included
-    assert peak - rep["base_kb"] * 1024 < 1.5 * 2**30  # what the solve added; n^2 * 4 bytes = 40 GB
+    peak = rep["peak_kb"] * 1024  # measured ~0.75 GB, of which the solve (compiler included) ~0.47 GB
+    assert peak < 2 * 2**30, peak
+    assert peak - rep["base_kb"] * 1024 < 2**30  # one n x n matrix would be n^2 * 4 bytes = 40 GB
 
 
 # ---------------------------------------------------------------------- bad input
