@@ -136,9 +136,11 @@ def loop_ops(X, y, loss, method):
 
 def loop_only_us(X, y, loss, repeats):
     """CPU us per coordinate of the serial loop alone (records already in pass order, no shrinking)."""
+    import importlib
+
     from jax import lax
 
-    from svmopt.solvers import dual_cd as dcd
+    dcd = importlib.import_module("svmopt.solvers.dual_cd")  # the module (the package exports the method)
 
     pb, _, _ = prepare(X, y, loss=LOSSES[loss][0], reg=svmopt.regularizers.l2, fit_intercept=False, dtype=DTYPE)
     st = jax.jit(dual_cd.init)(pb)
