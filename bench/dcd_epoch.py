@@ -10,6 +10,7 @@ which waiting for a core does not inflate; wall times are printed beside them.
 
   f*          L2: LIBLINEAR -s 1 -e 1e-6; L1: our serial dual CD, float64, tol 1e-4 (M - m),
               certified by its duality gap (printed)
+  us/coord    CPU per pass / n (all coordinates, shrunk or not)
   per epoch   svmopt: a run of ``--epochs`` passes (tol 1e-12, so none stops early), its second
               call (compiled), divided by the passes; LIBLINEAR: train time / #iter at -e 0.1
   time to e   svmopt: the epoch k where (P - f*)/f* <= e first holds (from a history run: the
@@ -234,12 +235,13 @@ def main(argv=None):
                                 "t1%": hits["1%"], "t0.1%": hits["0.1%"], "active": n}
             ref = res["liblinear"]["cpu"]
             print(f"{'method':16s} {'cpu ms/ep':>9s} {'wall':>7s} {'x LIBLIN':>8s} {'us/coord':>8s} {'late ms':>7s} "
-                  f"{'active':>6s} "
-                  f"{'ep->1%':>6s} {'cpu s->1%':>9s} {'wall':>7s} {'ep->.1%':>7s} {'cpu s->.1%':>10s} {'wall':>7s} "
+                  f"{'active':>6s} {'ep->1%':>6s} {'cpu s->1%':>9s} {'wall':>7s} {'ep->.1%':>7s} {'cpu s->.1%':>10s} "
+                  f"{'wall':>7s} "
                   f"{'compile':>7s}")
             for label, r in res.items():
                 print(f"{label:16s} {1e3 * r['cpu']:9.2f} {1e3 * r['wall']:7.2f} {r['cpu'] / ref:8.1f} "
-                      f"{1e6 * r['cpu'] / n:8.3f} {1e3 * r['late']:7.2f} {r['active']:6d} {r['ep1%']:6d} {r['t1%'][0]:9.3f} {r['t1%'][1]:7.3f} "
+                      f"{1e6 * r['cpu'] / n:8.3f} {1e3 * r['late']:7.2f} {r['active']:6d} {r['ep1%']:6d} "
+                      f"{r['t1%'][0]:9.3f} {r['t1%'][1]:7.3f} "
                       f"{r['ep0.1%']:7d} {r['t0.1%'][0]:10.3f} {r['t0.1%'][1]:7.3f} {r['compile']:7.1f}")
                 rows.append((name, loss, label, r))
             ops = loop_ops(X, y, loss, dual_cd)
