@@ -8,6 +8,8 @@
     r = svmopt.solve(X, y, loss=lp_hinge(1.5), reg=l2, method=alm, C=1.0)
     r.w, r.b, r.primal_objective, r.gap, r.status
 """
+from . import _cache
+from ._cache import disable_compilation_cache, enable_compilation_cache
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
 from . import estimators, model_io, multiclass, ranking
@@ -18,11 +20,19 @@ from .losses import MissingCapability
 from .operators import as_operator
 from .result import ConvergenceWarning, Result, SolverError, Status
 from .solve import solve
+from .path import path
+from .driver import compile_count
 
 __version__ = "0.1.0"
 
+_cache._auto()
+
 __all__ = [
     "solve",
+    "path",
+    "compile_count",
+    "enable_compilation_cache",
+    "disable_compilation_cache",
     "solve_multiclass",
     "MulticlassResult",
     "SVMClassifier",

@@ -21,7 +21,6 @@ they can be called in-process; errors print one readable line on stderr.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 import warnings
@@ -30,18 +29,13 @@ from pathlib import Path
 import numpy as np
 
 import jax
-import jax.numpy as jnp
-from jax import lax
 
-from . import driver
 from .estimators import resolve_loss, resolve_method, resolve_reg
 from .io import LibsvmFormatError, load_svmlight
 from .model_io import load_model, save_model
 from .multiclass import solve_multiclass
-from .problem import primal_objective
 from .result import SolverError, Status
 from .solve import solve
-from .solvers import Method
 
 __all__ = ["train_main", "predict_main"]
 
@@ -170,8 +164,8 @@ def _train(argv) -> int:
     say(f"training {method.name}: loss {loss!r}, reg {reg!r}, C={args.C:g}, {intercept}, {args.dtype}"
         + (f"; one-vs-rest over {classes.size} classes in one batched solve" if ovr else "")
         + " (compiling first)")
-    if not ovr and args.progress > 0 and not args.quiet:
-        method = _Progress(inner=method, every=args.progress)
+    if args.progress > 0 and not args.quiet:
+        kw["verbose"] = _progress_printer(args.progress)
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -200,56 +194,18 @@ def _summary(res, ovr, seconds) -> str:
     return "\n".join(lines)
 
 
-def _print_progress(k, objective):
-    print(f"iter {int(k):7d}  objective {float(objective):.8g}", flush=True)
+def _progress_printer(every):
+    """A verbose callback: one line per ``every`` iterations (per class for one-vs-rest)."""
+    last = {}
 
-
-@dataclasses.dataclass(frozen=True)
-class _Progress(Method):
-    """``inner`` unchanged, plus a line (iteration, primal objective) every ``every`` iterations.
-
-    Binary solves only: under vmap the ``lax.cond`` becomes a select and would print every step.
-    """
-
-    inner: Method = None
-    every: int = 100
-
-    @property
-    def name(self):
-        return self.inner.name
-
-    @property
-    def supports_kernel(self):
-        return self.inner.supports_kernel
-
-    def validate(self, pb):
-        self.inner.validate(pb)
-
-    def default_max_iter(self, pb):
-        return self.inner.default_max_iter(pb)
-
-    def init(self, pb):
-        return {"inner": self.inner.init(pb), "k": jnp.asarray(0)}
-
-    def step(self, pb, st):
-        inner, k = self.inner.step(pb, st["inner"]), st["k"] + 1
-
-        def report():
-            w, b, _, _ = self.inner.finalize(pb, inner)
-            jax.debug.callback(_print_progress, k, primal_objective(pb, w, b))
-
-        lax.cond(k % self.every == 0, report, lambda: None)
-        return {"inner": inner, "k": k}
-
-    def check(self, pb, st):
-        return self.inner.check(pb, st["inner"])
-
-    def finalize(self, pb, st):
-        return self.inner.finalize(pb, st["inner"])
-
-    def summarize(self, pb, st, k, code):
-        own = getattr(type(self.inner), "summarize", None) or driver.summarize
-        return own(self.inner, pb, st["inner"], k, code)
+    def show(info):
+        k, label = info["iteration"], info.get("label", "")
+        if k // every > last.get(label, -1):
+            last[label] = k // every
+            print(f"{label}iter {int(k):7d}  objective {info['objective']:.8g}  rel.gap {info['relative_gap']:.3g}"
+                  f"  {info['elapsed']:.2f} s", flush=True)
+    show.every = every  # the driver ends its chunks on these iterations
+    return show
 
 
 # --------------------------------------------------------------------------- predict

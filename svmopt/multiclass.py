@@ -5,11 +5,15 @@ For K classes c_1 < ... < c_K the K binary problems
     minimize  R(w_k) + C sum_i s_i loss(Y_ki (w_k.x_i + b_k)),   Y_ki = +1 if y_i = c_k else -1
 
 share X, s, C, the loss and the regularizer; only the labels differ. So the
-Problem is built once and ``driver.run`` vmaps the method's core over its ``y``
-leaf: one compilation, one ``lax.while_loop`` whose body does the K matvecs as
-one batched product. Each class keeps its own status and iteration count (a
-finished class is frozen while the others go on). Prediction is the arg-max
-of the K decision values, as LIBLINEAR / scikit-learn's ``LinearSVC`` do.
+Problem is built once and the labels are the only batched leaf: one compiled
+program serves all K problems (``driver.run_batch``). On a CPU the problems run as
+lanes of that program, spread over the devices ("loop": a finished class leaves at
+once, the next starts); on accelerators as vmapped batches whose finished lanes
+leave ("vmap"). Each class keeps its own status and iteration count. Prediction is
+the arg-max of the K decision values, as LIBLINEAR / scikit-learn's ``LinearSVC`` do.
+
+``strategy="ovo"`` trains LIBSVM's one-vs-one kernel model instead
+(``svmopt.multiclass_kernel.solve_ovo``).
 """
 from __future__ import annotations
 
@@ -26,13 +30,14 @@ from . import driver
 from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
-from .result import ConvergenceWarning, Result, SolverError, Status
-from .solve import _axes, check_labels, configure_method, finish_problem, prepare
+from .result import Result, SolverError, Status, warn_convergence
+from .solve import batch_axes, check_labels, configure_method, finish_problem, make_start, prepare
 from .solvers import Method, alm
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
 
 
+@jax.tree_util.register_pytree_node_class
 @dataclass(repr=False)
 class MulticlassResult(Result):
     """A one-vs-rest solve: ``Result`` with a leading class axis on every array.
@@ -82,17 +87,32 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                      method: Method = alm, C=1.0, fit_intercept: bool = True,
                      intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
                      max_iter: int | None = None, dtype=None, throw: bool = False, kernel=None,
-                     **method_params: Any) -> MulticlassResult:
-    """One-vs-rest: the K problems "class k against the rest" in one vmapped solve.
+                     devices=None, batch: str = "auto", verbose=False, layout: str = "auto",
+                     **method_params: Any):
+    """One-vs-rest: the K problems "class k against the rest", one compiled program for all.
 
     X: (n, d) numpy / jax / scipy.sparse; y: (n,) with K >= 2 distinct labels of any
     kind (K = 2 gives two mirrored problems; ``solve`` fits the single binary one).
-    C must be a scalar here. The other arguments are those of ``svmopt.solve``. A class
-    that misses its tolerance warns (``ConvergenceWarning``) or, with ``throw=True``,
-    raises ``SolverError``.
+    C must be a scalar here. ``devices`` (default: all local devices) and ``batch``
+    ("auto" | "loop" | "vmap", see ``svmopt.driver.run_batch``) say where and how the K
+    problems run; ``verbose`` reports per class. The other arguments are those of
+    ``svmopt.solve``. A class that misses its tolerance warns (``ConvergenceWarning``)
+    or, with ``throw=True``, raises ``SolverError``.
+
+    ``strategy="ovo"``: LIBSVM's one-vs-one kernel SVM (``svmopt.multiclass_kernel.solve_ovo``;
+    the default kernel is rbf(1/d)); returns an ``OvOModel``.
     """
+    if strategy == "ovo":
+        from .multiclass_kernel import solve_ovo
+        kw = dict(method_params)
+        if tol is not None:
+            kw["tol"] = tol
+        if method is not alm:
+            kw["method"] = method
+        return solve_ovo(X, y, C=C, kernel=kernel, sample_weight=sample_weight, dtype=dtype, max_iter=max_iter,
+                         throw=throw, devices=devices, batch=batch, verbose=verbose, **kw)
     if strategy != "ovr":
-        raise ValueError(f"strategy must be 'ovr' (one-vs-rest), got {strategy!r}")
+        raise ValueError(f"strategy must be 'ovr' (one-vs-rest) or 'ovo' (one-vs-one), got {strategy!r}")
     method = configure_method(method, tol, method_params)
     n = X.shape[0] if hasattr(X, "shape") else len(X)
     classes, Y = _labels(y, n)
@@ -101,20 +121,32 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                          "loop over C or use svmopt.solve for a binary grid")
     # the Problem is validated and built once, with a placeholder binary y replaced below
     pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                       intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
+                          intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                          layout=layout, bucket=kernel is None)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    method = method.canonical(pb.dtype)
+    K, n_pad = Y.shape[0], pb.n
+    Yp = np.ones((K, n_pad))
+    Yp[:, :n] = Y
+    pb = pb.replace(y=jnp.asarray(Yp, pb.dtype))
+    start = make_start(None, method, pb.replace(y=pb.y[0]))
+    starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (K,) + jnp.shape(a)), start)
+    out, timings = driver.run_batch(method, pb, batch_axes(pb, y=0), starts, size=K, max_iter=max_iter,
+                                    mode=batch, devices=devices, verbose=verbose,
+                                    labels=[str(c) for c in classes])
 
-    pb = pb.replace(y=jnp.asarray(Y, pb.dtype))
-    out, _, timings = driver.run(method, pb, max_iter=int(max_iter), batch_axes=_axes(pb, y=0))
-
-    w, b = out["w"], out["b"]
+    w, b = out.w, out.b
     if intercept_scaling is not None:  # the bias feature's weight, back in the data's units
         b = w[:, -1] * intercept_scaling
         w = w[:, :-1]
-    res = MulticlassResult(w=w, b=b, primal_objective=out["primal"], dual_objective=out["dual"], gap=out["gap"],
-                           status=np.asarray(out["status"]), iterations=np.asarray(out["iterations"]),
+    extras = dict(out.extras)
+    if "alpha" in extras:
+        extras["alpha"] = np.asarray(extras["alpha"])[:, :n]
+    res = MulticlassResult(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap,
+                           status=np.asarray(out.status), iterations=np.asarray(out.iterations),
                            method=method.name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
-                           extras=out["extras"], intercept_scaling=intercept_scaling)
+                           extras=extras, intercept_scaling=intercept_scaling, state=out.state,
+                           tol=float(np.asarray(method.tol)))
     if pb.kernel is not None:
         alpha = np.asarray(res.extras["alpha"])  # (K, n)
         sv = np.flatnonzero(np.any(alpha > 0, axis=0))
@@ -126,5 +158,5 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         msg = f"{method.name} one-vs-rest: {res.message}"
         if throw:
             raise SolverError(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+        warn_convergence(msg, stacklevel=3)
     return res

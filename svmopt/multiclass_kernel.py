@@ -3,14 +3,9 @@
 For k classes there are k(k-1)/2 binary problems, one per pair of classes (i < j in sorted
 label order), each on the rows of those two classes with class i as +1. The problems are
 padded to one size (padding rows get sample weight 0, so their alpha stays 0 and they take
-no part in the working-set rule, the bias or the objective) and solved
-
-    batch="loop"  (default) one problem per call of one compiled (unbatched) driver loop
-    batch="vmap"  ``batch_size`` problems per call of the vmapped driver loop (one compile)
-
-"loop" is the faster on CPU (measured on pendigits / letter subsets, 200-row pair problems:
-0.37 s vs 1.8 s and 3.1 s vs 10.9 s CPU): a vmapped batch runs every problem for as many
-working sets, and every inner AL-FPGM iteration, as its slowest member needs.
+no part in the working-set rule, the bias or the objective) and solved by one compiled
+program (``svmopt.driver.run_batch``): as lanes spread over the devices ("loop", the CPU
+default) or as vmapped batches whose finished problems leave ("vmap", accelerators).
 
 Prediction evaluates K(x, sv) once against the union of all support vectors, in row blocks
 (``svmopt.kernels.predict_kernel``), then every pairwise decision value as one matrix product,
@@ -39,7 +34,7 @@ from .losses import hinge
 from .operators import DenseOperator
 from .problem import Problem
 from .regularizers import l2
-from .result import ConvergenceWarning, SolverError, Status
+from .result import SolverError, Status, warn_convergence
 from .solvers._base import Method
 from .solvers.alfpgm import alfpgm
 
@@ -95,20 +90,6 @@ class OvOModel:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-_jitted: dict = {}
-
-
-def _jit_core(method, max_iter, axes=None):
-    """jit(core) for one problem, or jit(vmap(core)) over a batch with vmap ``axes``."""
-    key = (method, max_iter, None if axes is None else jax.tree_util.tree_structure(axes))
-    fn = _jitted.get(key)
-    if fn is None:
-        core = lambda p: driver.core(method, p, max_iter)  # noqa: E731
-        fn = jax.jit(core if axes is None else jax.vmap(core, in_axes=(axes,)))
-        _jitted[key] = fn
-    return fn, ("ovo",) + key
-
-
 def _problem(X, y, s, C, kernel, dt) -> Problem:
     return Problem(op=DenseOperator(jnp.asarray(X, dt)), y=jnp.asarray(y, dt), s=jnp.asarray(s, dt),
                    C=jnp.asarray(C, dt), loss=hinge, reg=l2, fit_intercept=True,
@@ -120,19 +101,15 @@ def _batch_axes(pb: Problem) -> Problem:
     return none.replace(op=jax.tree_util.tree_map(lambda _: 0, pb.op), y=0, s=0)
 
 
+def _check_X_values(X):
+    from .solve import as_matrix, check_finite_X
+    X = as_matrix(X)
+    check_finite_X(X)
+    return X
+
+
 def _check_input(X, y, C, sample_weight):
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        data = X.data
-    else:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-        data = X
-    if not np.issubdtype(data.dtype, np.number):
-        raise TypeError(f"X must be numeric, got dtype {data.dtype}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or inf")
+    X = _check_X_values(X)
     n = X.shape[0]
     if n == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape})")
@@ -154,20 +131,19 @@ def _check_input(X, y, C, sample_weight):
 
 
 def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alfpgm, sample_weight=None,
-              dtype=None, batch: str = "loop", batch_size: int | None = None, max_iter: int | None = None,
-              throw: bool = False, **method_params) -> OvOModel:
+              dtype=None, batch: str = "auto", max_iter: int | None = None, throw: bool = False, devices=None,
+              verbose=False, **method_params) -> OvOModel:
     """One-vs-one kernel SVM: every pair of classes solved with ``method`` (AL-FPGM by default).
 
     X (n, d) dense or scipy.sparse, y (n,) with >= 2 labels; kernel defaults to rbf(1 / d)
-    (LIBSVM's default gamma). ``batch``: "loop" (one problem per call, the default) or
-    "vmap" (``batch_size`` problems per vmapped call, default: as many as the method's
-    ``cache_size`` budget holds with full-row caches, at most 64). Extra keywords configure
-    the method; in "vmap" mode its ``cache_size`` is the budget of the whole batch.
+    (LIBSVM's default gamma). ``batch``: "auto", "loop" or "vmap" (``svmopt.driver.run_batch``);
+    in "vmap" mode the method's ``cache_size`` is the budget of the whole batch. Extra keywords
+    configure the method.
     """
     if not isinstance(method, Method) or not getattr(method, "supports_kernel", False):
         raise TypeError(f"method must be a kernel solver such as svmopt.solvers.alfpgm, got {method!r}")
-    if batch not in ("vmap", "loop"):
-        raise ValueError(f"batch must be 'vmap' or 'loop', got {batch!r}")
+    if batch not in ("auto", "vmap", "loop"):
+        raise ValueError(f"batch must be 'auto', 'vmap' or 'loop', got {batch!r}")
     if method_params:
         method = method(**method_params)
     X, y, classes, C, s = _check_input(X, y, C, sample_weight)
@@ -189,17 +165,9 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
     n_max = max(r.size for r in rows)
     P = len(rows)
 
-    item = jnp.dtype(dt).itemsize
     if batch == "vmap":
-        full = n_max * n_max * item / 2**20  # one problem's cache holding every row
-        if batch_size is None:
-            batch_size = int(max(1, min(64, P, method.cache_size // max(full, 1e-9))))
-        per = method.cache_size / batch_size
-        method = method(cache_size=float(min(per, full + 1e-6 * full + 1.0)))
-    else:
-        batch_size = 1
-    if not (isinstance(batch_size, (int, np.integer)) and batch_size >= 1):
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        full = n_max * n_max * jnp.dtype(dt).itemsize / 2**20  # one problem's cache holding every row
+        method = method(cache_size=float(min(method.cache_size / P, full + 1e-6 * full + 1.0)))
 
     # padded problems: zero rows with weight 0 (never selected, no share in b or objectives)
     dense = (lambda A: A.toarray()) if sp.issparse(X) else np.asarray
@@ -215,28 +183,16 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
     method.validate(one)
     if max_iter is None:
         max_iter = method.default_max_iter(one)
-
-    outs, t_comp, t_run = [], 0.0, 0.0
-    fn, key = _jit_core(method, int(max_iter), None if batch == "loop" else _batch_axes(one))
-    for start in range(0, P, batch_size):
-        idx = np.arange(start, start + batch_size)
-        real = idx < P
-        idx = np.where(real, idx, 0)
-        Sb = Ss[idx] * real[:, None]  # filler problems of the last batch: all weights 0, done at once
-        pb = (_problem(Xs[idx[0]], Ys[idx[0]], Sb[0], C, kernel, dt) if batch == "loop"
-              else _problem(Xs[idx], Ys[idx], Sb, C, kernel, dt))
-        exe, tc = driver._compile(fn, key, pb)  # AOT, cached per shapes
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(exe(pb))
-        t_run += time.perf_counter() - t0
-        t_comp += tc
-        if batch == "loop":
-            out = jax.tree_util.tree_map(lambda a: np.asarray(a)[None], out)
-        outs.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[real], out))
-    out = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
+    method = method.canonical(dt)
+    pb = _problem(Xs, Ys, Ss, C, kernel, dt)
+    start = driver.cold_start(method, one)
+    starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (P,) + jnp.shape(a)), start)
+    out, timings = driver.run_batch(method, pb, _batch_axes(pb), starts, size=P, max_iter=int(max_iter),
+                                    mode=batch, devices=devices, verbose=verbose,
+                                    labels=[f"{classes[i]!r}/{classes[j]!r}" for i, j in pairs])
 
     # support vectors: union over pairs, one coefficient column per pair
-    alpha = out["extras"]["alpha"]  # (P, n_max)
+    alpha = np.asarray(out.extras["alpha"])  # (P, n_max)
     sv_rows = np.unique(np.concatenate([r[alpha[p, :r.size] > 0] for p, r in enumerate(rows)]))
     pos = np.full(X.shape[0], -1)
     pos[sv_rows] = np.arange(sv_rows.size)
@@ -245,16 +201,16 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
         a = alpha[p, :r.size]
         on = a > 0
         coef[pos[r[on]], p] = a[on] * Ys[p, :r.size][on]
-    status = out["status"].astype(int)
+    status = np.asarray(out.status).astype(int)
     model = OvOModel(classes=classes, pairs=pairs, kernel=kernel, support_vectors=X[sv_rows], support=sv_rows,
-                     dual_coef=coef, intercept=np.asarray(out["b"], float), status=status,
-                     iterations=out["iterations"], dual_objective=out["dual"], primal_objective=out["primal"],
-                     timings={"compile": t_comp, "run": t_run})
+                     dual_coef=coef, intercept=np.asarray(out.b, float), status=status,
+                     iterations=np.asarray(out.iterations), dual_objective=np.asarray(out.dual),
+                     primal_objective=np.asarray(out.primal), timings=timings)
     if not model.converged:
         bad = [f"{classes[i]!r}/{classes[j]!r}: {Status(int(st)).name}" for (i, j), st in zip(pairs, status)
                if st != Status.CONVERGED]
         msg = f"{method.name} one-vs-one: {len(bad)} pair(s) did not converge ({'; '.join(bad[:5])})"
         if throw:
             raise SolverError(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+        warn_convergence(msg, stacklevel=2)
     return model

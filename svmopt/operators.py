@@ -94,6 +94,16 @@ class DenseOperator:
         """Dense rows X[idx] (k x d)."""
         return self.X[idx]
 
+    def dense(self):
+        """X as a dense (n, d) array."""
+        return self.X
+
+    def csr(self):
+        """(data, indices, indptr) of X in CSR form (built on the fly for dense X)."""
+        import numpy as _np
+        A = sp.csr_matrix(_np.asarray(self.X))
+        return jnp.asarray(A.data), jnp.asarray(A.indices), jnp.asarray(A.indptr)
+
 
 @jax.tree_util.register_pytree_node_class
 class SparseOperator:
@@ -168,6 +178,19 @@ class SparseOperator:
         return jax.ops.segment_max(
             jnp.abs(self.data), self.row_ids, self._shape[0], indices_are_sorted=True
         ).clip(min=0.0)
+
+    def rows(self, idx):
+        """Dense rows X[idx] (k x d), gathered from the CSR parts (jittable)."""
+        return self.dense()[idx]
+
+    def dense(self):
+        """X as a dense (n, d) array (scattered once from the nonzeros)."""
+        n, d = self._shape
+        return jnp.zeros((n, d), self.dtype).at[self.row_ids, self.indices].add(self.data)
+
+    def csr(self):
+        """(data, indices, indptr) of X in CSR form."""
+        return self.data, self.indices, self.indptr
 
     def to_scipy(self):
         return sp.csr_matrix(

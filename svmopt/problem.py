@@ -16,7 +16,8 @@ import jax.numpy as jnp
 from .losses import Loss
 from .regularizers import Regularizer
 
-__all__ = ["Problem", "primal_objective", "dual_objective", "dual_loss_part", "project_dual", "primal_gradient"]
+__all__ = ["Problem", "primal_objective", "dual_objective", "dual_loss_part", "project_dual", "primal_gradient",
+           "live_mean"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -124,3 +125,9 @@ def dual_loss_part(pb: Problem, alpha):
     cs = pb.cs
     a = jnp.where(cs > 0, alpha / jnp.where(cs > 0, cs, 1.0), 0.0)
     return jnp.sum(jnp.where(cs > 0, cs * pb.loss.dual_value(a), 0.0))
+
+
+def live_mean(pb: Problem, v):
+    """Mean of v over the rows with weight > 0 (padding rows of a bucket weigh 0)."""
+    live = pb.s > 0
+    return jnp.sum(jnp.where(live, v, 0.0)) / jnp.maximum(jnp.sum(live), 1)

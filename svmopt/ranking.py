@@ -16,9 +16,11 @@ So an error-rate SVM with C_e (objective 1/2||w||^2 + C_e sum_i hinge_i) and thi
 
 The solver is ``svmopt.solvers.cutting_plane`` with task="ordinal" (Algorithm 2): the pairs are
 never enumerated; each iteration sorts w.x_i once, O(n log n + R n) on top of two passes over X.
-``tol`` (default 0.001) is the paper's epsilon: at the stop the mean pairwise hinge loss of w is
-within tol of the working-set slack xi, so P(w) - P* <= (1 + qp_tol) C m tol. With two labels
-the mean pairwise hinge loss bounds 1 - AUC (the fraction of swapped pairs) from above.
+``eps`` (default 0.001) is the paper's epsilon: at its stop the mean pairwise hinge loss of w is
+within eps of the working-set slack xi, so P(w) - P* <= (1 + qp_tol) C m eps; ``tol`` (default
+0.001) is the relative duality gap (P - D_W)/P the status CONVERGED certifies (eps is tightened
+until it holds). With two labels the mean pairwise hinge loss bounds 1 - AUC (the fraction of
+swapped pairs) from above.
 There is no intercept (it cancels in every pair); ``Result.b`` is 0 and scores rank, they do
 not classify (``predict`` raises).
 """
@@ -38,12 +40,14 @@ from .operators import DenseOperator, SparseOperator, as_operator
 from .problem import Problem
 from .regularizers import l2
 from .result import Result
-from .solve import _check_C, _check_finite_X, _resolve_dtype, _to_result, encode_labels
+from .solve import as_matrix, check_C, check_finite_X, encode_labels, finish_result, make_start, resolve_dtype, \
+    to_result
 from .solvers.cutting_plane import cutting_plane
 
 __all__ = ["solve_ordinal", "solve_roc_area", "count_pairs", "RankingResult"]
 
 
+@jax.tree_util.register_pytree_node_class
 @dataclasses.dataclass(repr=False)
 class RankingResult(Result):
     """A ``Result`` whose w scores examples for ranking; ``ranks`` are the ordered label values.
@@ -70,12 +74,13 @@ def count_pairs(ranks) -> int:
     return int(np.dot(counts.astype(np.int64), below))
 
 
-def solve_ordinal(X, ranks, *, C=1.0, tol: float = 1e-3, max_iter: int | None = None, dtype=None,
-                  layout: str = "auto", history: bool = False, record_every: int = 1, throw: bool = False,
-                  **method_params) -> RankingResult:
+def solve_ordinal(X, ranks, *, C=1.0, tol: float = 1e-3, eps: float = 1e-3, max_iter: int | None = None,
+                  dtype=None, layout: str = "auto", history: bool = False, record_every: int = 1,
+                  throw: bool = False, verbose=False, **method_params) -> RankingResult:
     """Ordinal-regression SVM (OP4) by Algorithm 2. X: (n, d) dense or scipy.sparse;
     ranks: (n,) ordered labels with at least two distinct values; C > 0 scalar (see module doc);
-    tol: the paper's epsilon; dtype, layout, history, record_every, throw, max_iter: as
+    tol: the certified relative gap; eps: the paper's epsilon; dtype, layout, history, record_every,
+    throw, max_iter, verbose: as
     ``svmopt.solve`` (float32 unless dtype says otherwise); further keywords configure
     ``cutting_plane`` (max_constraints, inactive_limit, ...).
     """
@@ -92,13 +97,13 @@ def solve_ordinal(X, ranks, *, C=1.0, tol: float = 1e-3, max_iter: int | None = 
     values, codes = np.unique(ranks, return_inverse=True)
     if values.size < 2:
         raise ValueError(f"ranks have a single value ({values[0]!r}): there is no ordered pair to learn from")
-    return _solve_ranking(X, n, codes, values, C, tol, max_iter, dtype, layout, history, record_every, throw,
-                          method_params)
+    return _solve_ranking(X, n, codes, values, C, tol, eps, max_iter, dtype, layout, history, record_every, throw,
+                          verbose, method_params)
 
 
-def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, max_iter: int | None = None, dtype=None,
-                   layout: str = "auto", history: bool = False, record_every: int = 1, throw: bool = False,
-                   **method_params) -> RankingResult:
+def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, eps: float = 1e-3, max_iter: int | None = None,
+                   dtype=None, layout: str = "auto", history: bool = False, record_every: int = 1,
+                   throw: bool = False, verbose=False, **method_params) -> RankingResult:
     """ROC-area SVM: ``solve_ordinal`` with two labels (the larger one ranks higher).
 
     Minimizes 1/2||w||^2 + C sum_{y_i = +, y_j = -} (1 - w.(x_i - x_j))_+; the mean pairwise
@@ -110,29 +115,28 @@ def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, max_iter: int | None = Non
         raise ValueError(f"ROC-area optimization needs exactly two labels, y has {k}; "
                          "use solve_ordinal for more ordered ranks")
     y_pm, classes = encode_labels(y, n)  # clear errors for one label, NaN, shape
-    return _solve_ranking(X, n, (y_pm > 0).astype(np.int64), classes, C, tol, max_iter, dtype, layout, history,
-                          record_every, throw, method_params)
+    return _solve_ranking(X, n, (y_pm > 0).astype(np.int64), classes, C, tol, eps, max_iter, dtype, layout,
+                          history, record_every, throw, verbose, method_params)
 
 
 def _check_X(X):
     if isinstance(X, (DenseOperator, SparseOperator)):
         return X, X.shape[0]
-    if not sp.issparse(X):
-        X = np.asarray(X) if not isinstance(X, jax.Array) else X
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    X = as_matrix(X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape})")
-    _check_finite_X(X)
+    check_finite_X(X)
     return X, X.shape[0]
 
 
-def _solve_ranking(X, n, codes, values, C, tol, max_iter, dtype, layout, history, record_every, throw, params):
-    C_arr = _check_C(C)
+def _solve_ranking(X, n, codes, values, C, tol, eps, max_iter, dtype, layout, history, record_every, throw,
+                   verbose, params):
+    C_arr = check_C(C)
     if C_arr.ndim != 0:
         raise ValueError(f"ranking solves take a scalar C, got shape {C_arr.shape}")
-    method = cutting_plane(task="ordinal", n_ranks=int(values.size), tol=tol, **params)
-    dt = _resolve_dtype(X, dtype)
+    method = cutting_plane(task="ordinal", n_ranks=int(values.size), tol=tol, eps=eps, **params)
+    dt = resolve_dtype(dtype)
+    check_finite_X(X, dt)
     op = as_operator(X, dt, layout=layout)
     cast = lambda t: jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), t)  # noqa: E731
     pb = Problem(op=op, y=jnp.asarray(codes, dt), s=jnp.ones((n,), dt), C=jnp.asarray(float(C_arr), dt),
@@ -142,8 +146,10 @@ def _solve_ranking(X, n, codes, values, C, tol, max_iter, dtype, layout, history
         max_iter = method.default_max_iter(pb)
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    out, hist, timings = driver.run(method, pb, max_iter=int(max_iter), history=history, record_every=record_every)
-    res = _to_result(out, hist, timings, method, pb, values, C, None, throw)
+    method = method.canonical(dt)
+    out, hist, timings = driver.run(method, pb, make_start(None, method, pb), max_iter=int(max_iter),
+                                    history=history, record_every=record_every, verbose=verbose)
+    res = to_result(out, hist, timings, method, pb, values, C, None, n)
     fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(Result)}
     fields.update(loss="pairwise_hinge", extras={**res.extras, "pairs": count_pairs(codes)})
-    return RankingResult(**fields, ranks=values)
+    return finish_result(RankingResult(**fields, ranks=values), method, throw)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from . import smoothing
 from .losses import MissingCapability
 
-__all__ = ["Regularizer", "l2", "l1", "smoothed_l1", "elastic_net"]
+__all__ = ["Regularizer", "l2", "l1", "smoothed_l1", "elastic_net", "custom"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,6 +29,7 @@ class _RegFamily:
     dual_scale: Callable = lambda p, v: jnp.asarray(1.0, v.dtype)  # theta with theta v in dom R*
     primal_from_dual: Optional[Callable] = None  # (params, v) -> grad R*(v)
     smoothed: Optional[Callable] = None  # (params, mu) -> Regularizer
+    quadratic: Optional[Callable] = None  # params -> c when R(w) = c/2 ||w||^2 exactly
 
     def __copy__(self):  # identity-compared like loss families: copies stay the same object
         return self
@@ -81,6 +82,22 @@ class Regularizer:
     def is_smooth(self):
         return self.family.lipschitz is not None
 
+    @property
+    def quadratic(self):
+        """c when R(w) = c/2 ||w||^2 (the l2 family: the SVM duals need it), else None."""
+        return None if self.family.quadratic is None else self.family.quadratic(self.params)
+
+    @property
+    def is_l2(self) -> bool:
+        """R(w) = ||w||^2 / 2 exactly: what dual CD, AL-FPGM and the cutting plane solve."""
+        c = self.quadratic
+        if c is None:
+            return False
+        try:
+            return float(c) == 1.0
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced: the family decides
+            return True
+
     def smoothed(self, mu) -> "Regularizer":
         if self.is_smooth:
             return self
@@ -113,6 +130,7 @@ _L2 = _RegFamily(
     lipschitz=lambda p: 1.0,
     conjugate=lambda p, v: 0.5 * jnp.vdot(v, v),
     primal_from_dual=lambda p, v: v,
+    quadratic=lambda p: 1.0,
 )
 l2 = Regularizer(_L2, {})
 """R(w) = ||w||^2 / 2."""
@@ -171,3 +189,29 @@ def elastic_net(ratio: float) -> Regularizer:
     if not (0.0 <= ratio < 1.0):
         raise ValueError(f"elastic_net needs 0 <= ratio < 1 (ratio = 1 is l1), got {ratio}")
     return Regularizer(_ELASTIC, {"ratio": jnp.asarray(ratio)})
+
+
+def custom(name: str, value: Callable, prox: Callable, *, grad: Callable | None = None,
+           lipschitz: float | None = None, conjugate: Callable | None = None,
+           dual_scale: Callable | None = None, params: dict | None = None) -> Regularizer:
+    """Define a new regularizer from plain functions (the public way to extend the set).
+
+    value(params, w) -> R(w); prox(params, v, t) -> argmin_w t R(w) + ||w - v||^2 / 2;
+    grad(params, w) (smooth regularizers) with ``lipschitz`` its constant; conjugate(params, v)
+    -> R*(v) on its domain and dual_scale(params, v) -> theta in (0, 1] with theta v in that
+    domain (duality gaps). ``params``: numeric parameters (pytree leaves: vmappable).
+    Solvers ask for what they need and name what is missing.
+
+        group = custom("group_l2", value=lambda p, w: p["lam"] * jnp.linalg.norm(w),
+                       prox=lambda p, v, t: v * jnp.maximum(0, 1 - t * p["lam"] / jnp.linalg.norm(v)),
+                       params={"lam": 0.1})
+    """
+    if not (callable(value) and callable(prox)):
+        raise TypeError("custom regularizer needs callables value(params, w) and prox(params, v, t)")
+    fam = _RegFamily(
+        name=name, value=value, grad=grad, prox=prox,
+        lipschitz=None if lipschitz is None else (lambda p, L=float(lipschitz): L),
+        conjugate=conjugate,
+        dual_scale=dual_scale or (lambda p, v: jnp.asarray(1.0, v.dtype)),
+    )
+    return Regularizer(fam, dict(params or {}))

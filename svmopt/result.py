@@ -2,16 +2,42 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+import functools
+import sys
+import warnings
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["Status", "Result", "ConvergenceWarning", "SolverError"]
+import jax
+
+__all__ = ["Status", "Result", "ConvergenceWarning", "SolverError", "warn_convergence"]
 
 
 class ConvergenceWarning(UserWarning):
-    """A solver stopped without meeting its tolerance."""
+    """A solve ended without a certified answer (status other than CONVERGED).
+
+    When scikit-learn is imported in the process, the warning svmopt emits is also an
+    instance of ``sklearn.exceptions.ConvergenceWarning``, so scikit-learn's warning
+    filters (and ``GridSearchCV``'s) treat it as theirs. (svmopt never imports
+    scikit-learn itself: that would cost ~0.8 s at every import.)
+    """
+
+
+@functools.lru_cache(maxsize=None)
+def _with_sklearn(skl):
+    return type("ConvergenceWarning", (ConvergenceWarning, skl), {"__module__": __name__,
+                                                                   "__doc__": ConvergenceWarning.__doc__})
+
+
+def warning_category():
+    skl = sys.modules.get("sklearn.exceptions")
+    return ConvergenceWarning if skl is None else _with_sklearn(skl.ConvergenceWarning)
+
+
+def warn_convergence(message: str, stacklevel: int = 3):
+    warnings.warn(message, warning_category(), stacklevel=stacklevel)
 
 
 class SolverError(RuntimeError):
@@ -24,6 +50,7 @@ class Status(enum.IntEnum):
     DIVERGED = 2
     NONFINITE = 3
     STALLED = 4
+    UNCERTIFIED = 5
 
     @property
     def message(self) -> str:
@@ -31,28 +58,33 @@ class Status(enum.IntEnum):
 
 
 _MESSAGES = {
-    Status.CONVERGED: "converged: the stopping criterion was met",
-    Status.MAX_ITER: "stopped at the iteration cap (max_iter) before the stopping criterion was met",
+    Status.CONVERGED: "converged: the relative duality gap (P - D)/|P| is certified <= tol",
+    Status.MAX_ITER: "stopped at the iteration cap (max_iter) before the duality gap was certified <= tol",
     Status.DIVERGED: "diverged: the objective grew far beyond its value at the starting point",
     Status.NONFINITE: "non-finite values (nan/inf) appeared in the iterates",
-    Status.STALLED: "stalled: the objective stopped changing before the stopping criterion was met",
+    Status.STALLED: "stalled: the objective stopped improving before the duality gap was certified <= tol",
+    Status.UNCERTIFIED: "the method's own stopping rule was met but the duality gap could not be certified "
+                        "<= tol (no dual for this loss/regularizer, or the method cannot tighten further)",
 }
 
 
+@jax.tree_util.register_pytree_node_class
 @dataclass
 class Result:
-    """What a solve returns.
+    """What a solve returns (a pytree: it can leave ``jax.jit`` and ``jax.vmap``).
 
     w, b                 weights (d,) and intercept (b = 0 without one); batched solves
-                         (vmap over C or labels) carry a leading batch axis on every array.
+                         (a grid of C, one-vs-rest, vmap) carry a leading batch axis.
     primal_objective     R(w) + C sum s_i loss(y_i (w.x_i + b)), SPEC section 1
-    dual_objective, gap  where the loss and regularizer have a dual (else nan)
-    status, message      a ``Status`` and its readable explanation
+    dual_objective, gap  D of a feasible dual point and P - D (a true bound on P - P*);
+                         nan where the loss or regularizer has no dual
+    status, message      a ``Status``: CONVERGED means (P - D)/|P| <= tol, certified
     iterations           outer iterations taken
-    history              {"iteration", "objective", "time"} arrays when asked for
-    timings              {"compile": s, "run": s} (compile = first-call lowering + XLA)
+    history              {"iteration", "objective", "gap", "time"} arrays when asked for
+    timings              {"compile": s, "run": s} (compile = lowering + XLA, 0 when cached)
     classes              the two original labels, (negative, positive)
-    extras               solver-specific arrays (e.g. "alpha" dual variables)
+    extras               solver-specific arrays ("alpha" dual variables, criteria, counters)
+    state                where ``solve(..., init=result)`` resumes (a ``Start``)
     """
 
     w: Any
@@ -65,7 +97,7 @@ class Result:
     method: str
     loss: str
     C: Any
-    classes: Optional[np.ndarray] = None
+    classes: Optional[Any] = None
     history: Optional[dict] = None
     timings: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)
@@ -73,12 +105,36 @@ class Result:
     kernel: Any = None  # kernel models: decision = K(X, support_vectors) @ dual_coef + b
     support_vectors: Any = None
     dual_coef: Any = None  # alpha_i y_i of the support vectors
+    state: Any = None
+    tol: Optional[float] = None
+
+    _AUX = ("method", "loss", "intercept_scaling", "tol")
+
+    def tree_flatten(self):
+        names = [f.name for f in fields(self) if f.name not in self._AUX]
+        return tuple(getattr(self, k) for k in names), (tuple(names), tuple(getattr(self, k) for k in self._AUX))
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        names, auxv = aux
+        obj = object.__new__(cls)
+        for k, v in zip(names, children):
+            object.__setattr__(obj, k, v)
+        for k, v in zip(cls._AUX, auxv):
+            object.__setattr__(obj, k, v)
+        return obj
 
     @property
     def message(self) -> str:
         st = np.asarray(self.status)
         if st.ndim == 0:
-            return Status(int(st)).message
+            msg = Status(int(st)).message
+            if int(st) != Status.CONVERGED and self.tol is not None:
+                try:
+                    msg += f" (relative gap {float(self.relative_gap):.3g}, tol {self.tol:g})"
+                except (TypeError, ValueError):
+                    pass
+            return msg
         return "; ".join(f"[{i}] {Status(int(s)).name}" for i, s in enumerate(st.ravel()))
 
     @property
@@ -100,16 +156,25 @@ class Result:
         return np.asarray(X @ w.T).T + b[:, None]
 
     def predict(self, X):
-        f = self.decision_function(X)
+        """Labels for the rows of X. A row whose decision value is NaN (NaN in X) raises."""
+        f = np.asarray(self.decision_function(X))
+        if np.isnan(f).any():
+            row = int(np.argwhere(np.isnan(f))[0][-1])
+            raise ValueError(f"the decision value of row {row} is NaN (NaN or inf in X?): no label to give")
         if self.classes is None:
             return np.where(f > 0, 1.0, -1.0)
-        return np.where(f > 0, self.classes[1], self.classes[0])
+        classes = np.asarray(self.classes)
+        return np.where(f > 0, classes[..., 1:2] if classes.ndim > 1 else classes[1],
+                        classes[..., 0:1] if classes.ndim > 1 else classes[0])
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def __repr__(self) -> str:
         st = np.asarray(self.status)
-        name = Status(int(st)).name if st.ndim == 0 else f"batch of {st.size}"
+        try:
+            name = Status(int(st)).name if st.ndim == 0 else f"batch of {st.size}"
+        except (TypeError, ValueError):
+            name = "traced"
         return (f"Result(method={self.method}, loss={self.loss}, C={self.C}, status={name}, "
                 f"iterations={self.iterations}, primal={self.primal_objective}, gap={self.gap})")

@@ -1,6 +1,16 @@
-"""``svmopt.solve``: validate input, build the Problem, run a method, return a Result."""
+"""``svmopt.solve``: validate input, build the Problem, run a method, return a Result.
+
+Eager calls (numpy / scipy / concrete jax arrays) validate everything with clear errors,
+pad the rows to a bucket (zero-weight rows change nothing, and folds and grids of
+nearby sizes then share one compiled program), run the method in interruptible chunks
+and report timings. Called with traced values (inside a user's ``jax.jit``, ``jax.vmap``
+or ``jax.grad``) the whole solve becomes part of the user's computation: checks that
+need concrete values are skipped, and gradients of the solution come from the
+optimality conditions (``svmopt.implicit``), never from unrolling the loop.
+"""
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -15,35 +25,91 @@ from .losses import Loss, hinge
 from .operators import DenseOperator, SparseOperator, as_operator
 from .problem import Problem
 from .regularizers import Regularizer, l2
-from .result import ConvergenceWarning, Result, SolverError, Status
+from .result import Result, SolverError, Status, warn_convergence
 from .solvers import Method, alm
+from .solvers._base import DUAL, PRIMAL, RESUME, Start, concrete, is_traced
 
-__all__ = ["solve", "prepare", "encode_labels"]
+__all__ = ["solve", "prepare", "encode_labels", "check_labels", "make_start", "configure_method",
+           "finish_problem", "batch_axes", "bucket_rows"]
 
 
-def _check_finite_X(X):
+# ---------------------------------------------------------------------------------- input checks
+def as_matrix(X, what="X"):
+    """X as a scipy CSR matrix, a numpy array or a jax array, with clear errors."""
+    if isinstance(X, (DenseOperator, SparseOperator)):
+        return X
+    if sp.issparse(X):
+        try:
+            X = X.tocsr()
+        except Exception as exc:  # noqa: BLE001  (any format scipy cannot convert)
+            raise TypeError(f"{what}: cannot convert sparse format {type(X).__name__} to CSR: {exc}") from exc
+        data = X.data
+    elif isinstance(X, jax.Array):
+        data = X
+    else:
+        try:
+            X = np.asarray(X)
+        except Exception as exc:  # noqa: BLE001
+            raise TypeError(f"{what} must be a numeric matrix: {exc}") from exc
+        data = X
+    dt = np.dtype(data.dtype) if not isinstance(data, jax.Array) else np.dtype(data.dtype)
+    if dt == bool:
+        X = X.astype(np.float32) if not isinstance(X, jax.Array) else X.astype(jnp.float32)
+    elif np.issubdtype(dt, np.complexfloating):
+        raise TypeError(f"{what} is complex ({dt}); an SVM needs real features")
+    elif not (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)):
+        raise TypeError(f"{what} must be numeric, got dtype {dt}")
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (n_samples, n_features), got shape {X.shape}")
+    return X
+
+
+def check_finite_X(X, dtype=None):
+    """NaN / inf, and values that overflow ``dtype`` (float32: |x| > 3.4e38), name the first row."""
+    if isinstance(X, (DenseOperator, SparseOperator)) or is_traced(X):
+        return
     data = X.data if sp.issparse(X) else np.asarray(X)
-    if not np.issubdtype(data.dtype, np.number):
-        raise TypeError(f"X must be numeric, got dtype {data.dtype}")
-    bad = ~np.isfinite(data)
+    if data.size == 0:
+        return
+    if np.issubdtype(data.dtype, np.integer):
+        bad = np.zeros(data.shape, bool)
+    else:
+        bad = ~np.isfinite(data)
+    what = "NaN or inf"
+    if not bad.any() and dtype is not None and np.dtype(dtype).itemsize < data.dtype.itemsize:
+        big = float(np.finfo(np.dtype(dtype)).max)
+        bad = np.abs(data) > big
+        what = f"a value beyond the range of {np.dtype(dtype).name} (|x| > {big:.3g}; use dtype=float64)"
     if bad.any():
         if sp.issparse(X):
-            row = int(np.searchsorted(sp.csr_matrix(X).indptr, np.flatnonzero(bad)[0], side="right") - 1)
+            row = int(np.searchsorted(X.indptr, np.flatnonzero(bad)[0], side="right") - 1)
         else:
             row = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"X contains NaN or inf (first at row {row})")
+        raise ValueError(f"X contains {what} (first at row {row})")
 
 
 def check_labels(y, n: int, what: str = "a binary SVM"):
     """Validate a label vector for n rows; returns (y as an array, its sorted distinct classes)."""
-    y = np.asarray(y)
+    try:
+        y = np.asarray(y)
+    except Exception as exc:  # noqa: BLE001
+        raise TypeError(f"y must be an array of labels: {exc}") from exc
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
     if y.shape[0] != n:
         raise ValueError(f"shape mismatch: X has {n} rows but y has {y.shape[0]} labels")
+    if np.issubdtype(y.dtype, np.complexfloating):
+        raise TypeError("y is complex; labels must be real numbers or strings")
     if np.issubdtype(y.dtype, np.number) and not np.all(np.isfinite(y)):
         raise ValueError(f"y contains NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(y))[0])})")
-    classes = np.unique(y)
+    if y.dtype == object:
+        missing = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and not math.isfinite(v))]
+        if missing:
+            raise ValueError(f"y contains a missing label (None or NaN) at index {missing[0]}")
+    try:
+        classes = np.unique(y)
+    except TypeError as exc:
+        raise TypeError(f"y mixes labels that cannot be ordered (e.g. numbers and strings): {exc}") from exc
     if classes.size < 2:
         raise ValueError(f"y has only one class ({classes[0]!r}); {what} needs two")
     return y, classes
@@ -58,114 +124,125 @@ def encode_labels(y, n: int):
     return np.where(y == classes[1], 1.0, -1.0), classes
 
 
-def _resolve_dtype(X, dtype):
+def resolve_dtype(dtype):
     """float32 unless asked: it is our default for speed, whatever X's dtype."""
     x64 = jax.config.jax_enable_x64
     if dtype is None:
-        return jnp.float32
+        return jnp.dtype(jnp.float32)
     dtype = jnp.dtype(dtype)
-    if dtype == jnp.float64 and not x64:
-        raise ValueError("dtype=float64 needs jax_enable_x64: call jax.config.update('jax_enable_x64', True) first")
     if dtype not in (jnp.float32, jnp.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    if dtype == jnp.float64 and not x64:
+        raise ValueError("dtype=float64 needs jax_enable_x64: call jax.config.update('jax_enable_x64', True) first")
     return dtype
 
 
-def _check_C(C):
-    C_arr = np.asarray(C, dtype=float)
+def check_C(C, dtype=None):
+    try:
+        C_arr = np.asarray(C, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"C must be a number > 0 or a 1-D array of them, got {C!r}") from exc
     if C_arr.ndim > 1:
         raise ValueError(f"C must be a scalar or a 1-D array of values to solve in one batch, got shape {C_arr.shape}")
+    if C_arr.size == 0:
+        raise ValueError("C must be a number > 0 or a non-empty 1-D array of them, got an empty array")
     if not np.all(np.isfinite(C_arr)) or np.any(C_arr <= 0):
         raise ValueError(f"C must be finite and > 0, got {C}")
+    if dtype is not None and np.max(C_arr) > float(np.finfo(np.dtype(dtype)).max) / 1e3:
+        raise ValueError(f"C = {np.max(C_arr):g} is beyond what {np.dtype(dtype).name} can solve with; "
+                         "use dtype=float64 or a smaller C")
     return C_arr
 
 
+def check_weights(sample_weight, n):
+    if sample_weight is None:
+        return np.ones(n)
+    s = np.asarray(sample_weight, dtype=float)
+    if s.shape != (n,):
+        raise ValueError(f"shape mismatch: sample_weight has shape {s.shape}, expected ({n},)")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("sample_weight contains NaN or inf")
+    if np.any(s < 0):
+        raise ValueError(f"sample_weight must be >= 0 (first negative at index {int(np.flatnonzero(s < 0)[0])})")
+    if not np.any(s > 0):
+        raise ValueError("sample_weight is zero everywhere: nothing to train on")
+    return s
+
+
+# ---------------------------------------------------------------------------------- row buckets
+BUCKETS_PER_OCTAVE = 16  # padding adds at most 1/16 = 6.25% rows
+
+
+def bucket_rows(n: int) -> int:
+    """The smallest bucket >= n: 16 sizes per power of two (exact below 64)."""
+    if n <= 64:
+        return n
+    step = 1 << max(0, n.bit_length() - 1 - 4)  # 2^(floor(log2 n) - 4)
+    return -(-n // step) * step
+
+
+def _pad(X, y, s, n_pad):
+    """Append zero rows (label +1, weight 0) and, for CSR, keep nnz on a bucket too."""
+    n = X.shape[0]
+    if n_pad == n:
+        return X, y, s
+    extra = n_pad - n
+    y = np.concatenate([y, np.ones(extra)])
+    s = np.concatenate([s, np.zeros(extra)])
+    if sp.issparse(X):
+        X = sp.vstack([X, sp.csr_matrix((extra, X.shape[1]), dtype=X.dtype)], format="csr")
+    elif isinstance(X, jax.Array):
+        X = jnp.concatenate([X, jnp.zeros((extra, X.shape[1]), X.dtype)])
+    else:
+        X = np.concatenate([X, np.zeros((extra, X.shape[1]), X.dtype)])
+    return X, y, s
+
+
+# ---------------------------------------------------------------------------------- the problem
+def _cast(tree, dt):
+    def conv(a):
+        a = jnp.asarray(a)
+        return a.astype(dt) if jnp.issubdtype(a.dtype, jnp.floating) else a
+    return jax.tree_util.tree_map(conv, tree)
+
+
 def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, intercept_scaling=None,
-            sample_weight=None, dtype=None, layout="auto"):
-    """Validate everything and return (Problem, classes, C array). Shared by all entry points."""
+            sample_weight=None, dtype=None, layout="auto", bucket: bool = True):
+    """Validate everything and return (Problem, classes, C array). Shared by all eager entry points.
+
+    The Problem may have more rows than X (a row bucket); the extra rows weigh 0.
+    """
     if not isinstance(loss, Loss):
         raise TypeError(f"loss must be an svmopt Loss (e.g. svmopt.losses.hinge), got {loss!r}; "
                         "wrap a plain function with svmopt.losses.from_function")
     if not isinstance(reg, Regularizer):
         raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r}")
-    if isinstance(X, (DenseOperator, SparseOperator)):
-        n = X.shape[0]
-    else:
-        if not sp.issparse(X):
-            X = np.asarray(X) if not isinstance(X, jax.Array) else X
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-        _check_finite_X(X)
-        n = X.shape[0]
+    dt = resolve_dtype(dtype)
+    X = as_matrix(X)
+    n = X.shape[0]
     if n == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape})")
+    check_finite_X(X, dt)
     y_pm, classes = encode_labels(y, n)
-    C_arr = _check_C(C)
-    if sample_weight is None:
-        s = np.ones(n)
-    else:
-        s = np.asarray(sample_weight, dtype=float)
-        if s.shape != (n,):
-            raise ValueError(f"shape mismatch: sample_weight has shape {s.shape}, expected ({n},)")
-        if not np.all(np.isfinite(s)):
-            raise ValueError("sample_weight contains NaN or inf")
-        if np.any(s < 0):
-            raise ValueError(f"sample_weight must be >= 0 (first negative at index {int(np.flatnonzero(s < 0)[0])})")
-        if not np.any(s > 0):
-            raise ValueError("sample_weight is zero everywhere: nothing to train on")
+    C_arr = check_C(C, dt)
+    s = check_weights(sample_weight, n)
     if intercept_scaling is not None:
         if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
         fit_intercept = False
-    dt = _resolve_dtype(X, dtype)
+    if bucket and not isinstance(X, (DenseOperator, SparseOperator)):
+        X, y_pm, s = _pad(X, y_pm, s, bucket_rows(n))
     op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout)
-    if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
-        kappa = op.row_inf_norms()
-        loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
-    pb = Problem(op=op, y=jnp.asarray(y_pm, dt), s=jnp.asarray(s, dt), C=jnp.asarray(C_arr.ravel()[0], dt),
-                 loss=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), loss),
-                 reg=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), reg), fit_intercept=bool(fit_intercept))
+    pb = build_problem(op, y_pm, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, classes, C_arr
 
 
-def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, C=1.0,
-          fit_intercept: bool = True, intercept_scaling: float | None = None, sample_weight=None,
-          tol: float | None = None, max_iter: int | None = None, dtype=None, history: bool = False,
-          record_every: int = 1, throw: bool = False, kernel=None, layout: str = "auto",
-          **method_params: Any) -> Result:
-    """Solve  min R(w) + C sum_i s_i loss(y_i (w.x_i + b))  (SPEC section 1).
-
-    X: (n, d) numpy / jax array or scipy.sparse matrix; y: (n,) with exactly two labels.
-    C: a scalar, or a 1-D array to solve a whole grid in one vmapped call (arrays in the
-    Result then carry a leading axis). ``intercept_scaling=s`` switches to LIBLINEAR's
-    bias-feature convention (b regularized as a weight on a constant feature s).
-    ``layout`` ("auto" | "sparse" | "dense") picks the data operator for scipy input.
-    ``tol`` / extra keywords configure ``method``; ``dtype`` defaults to float32 (pass
-    float64, with jax_enable_x64 on, for high precision). ``history=True`` records the objective and
-    time per ``record_every`` iterations. A run that misses its tolerance warns
-    (``ConvergenceWarning``), or raises ``SolverError`` with ``throw=True``.
-    """
-    method = configure_method(method, tol, method_params)
-    pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
-                                 layout=layout)
-    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
-    batch_axes = None
-    if C_arr.ndim == 1:
-        pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
-        batch_axes = _axes(pb, C=0)
-    out, hist, timings = driver.run(method, pb, max_iter=int(max_iter), history=history,
-                                    record_every=record_every, batch_axes=batch_axes)
-    res = _to_result(out, hist, timings, method, pb, classes, C if C_arr.ndim == 0 else C_arr,
-                     intercept_scaling, throw)
-    if pb.kernel is not None and C_arr.ndim == 0:
-        alpha = np.asarray(res.extras["alpha"])
-        sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM) counts too
-        res.kernel = pb.kernel
-        res.support_vectors = X[sv]
-        res.dual_coef = alpha[sv] * np.asarray(pb.y)[sv]
-        res.extras["support"] = sv
-    return res
+def build_problem(op, y_pm, s, C, loss, reg, fit_intercept, dt):
+    if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
+        kappa = op.row_inf_norms()
+        loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
+    return Problem(op=op, y=jnp.asarray(y_pm, dt), s=jnp.asarray(s, dt), C=jnp.asarray(C, dt),
+                   loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
 
 
 def configure_method(method, tol, method_params) -> Method:
@@ -174,7 +251,11 @@ def configure_method(method, tol, method_params) -> Method:
         raise TypeError(f"method must be an svmopt solver (e.g. svmopt.solvers.alm), got {method!r}")
     if tol is not None:
         method_params = {**method_params, "tol": tol}
-    return method(**method_params) if method_params else method
+    method = method(**method_params) if method_params else method
+    t = concrete(method.tol)
+    if t is not None and not (np.ndim(t) == 0 and np.isfinite(t) and 0 < t < 1):
+        raise ValueError(f"tol (the relative duality gap to certify) must be in (0, 1), got {method.tol!r}")
+    return method
 
 
 def finish_problem(pb: Problem, method: Method, kernel, max_iter):
@@ -185,37 +266,218 @@ def finish_problem(pb: Problem, method: Method, kernel, max_iter):
             raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r}")
         if not getattr(method, "supports_kernel", False):
             raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
-        pb = pb.replace(kernel=jax.tree_util.tree_map(lambda a: jnp.asarray(a, pb.dtype), kernel))
+        pb = pb.replace(kernel=_cast(kernel, pb.dtype))
     method.validate(pb)
     if max_iter is None:
         max_iter = method.default_max_iter(pb)
-    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+    mi = concrete(max_iter)
+    if mi is not None and not (isinstance(mi, (int, np.integer)) and not isinstance(mi, bool) and mi >= 1):
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    return pb, int(max_iter)
+    return pb, (int(mi) if mi is not None else max_iter)
 
 
-def _axes(pb: Problem, **batched):
+def batch_axes(pb: Problem, **batched):
     """vmap in_axes for a Problem: 0 for the named fields, None elsewhere."""
     none = jax.tree_util.tree_map(lambda _: None, pb)
-    return none.replace(**{k: v for k, v in batched.items()})
+    return none.replace(**batched)
 
 
-def _to_result(out, hist, timings, method, pb, classes, C, intercept_scaling, throw) -> Result:
-    w, b = out["w"], out["b"]
+# ---------------------------------------------------------------------------------- starts
+def make_start(init, method: Method, pb: Problem, intercept_scaling=None, n_user=None) -> Start:
+    """A ``Start`` from ``init``: None, an earlier Result, (w, b), or {"w", "b", "alpha"}.
+
+    A Result of the same method on a problem of the same shape resumes exactly (its
+    carried state); otherwise its w, b and dual alpha are a warm start.
+    """
+    cold = driver.cold_start(method, pb)
+    if init is None:
+        return cold
+    dt = pb.dtype
+    if isinstance(init, Result):
+        st = init.state
+        if st is not None and init.method == method.name and _same_shapes(st, cold):
+            return Start(*(_cast(v, dt) for v in st[:3]), jnp.asarray(st.level | RESUME, jnp.int32),
+                         _cast(st.aux, dt))
+        alpha = init.extras.get("alpha") if isinstance(init.extras, dict) else None
+        init = {"w": init.w, "b": init.b, "alpha": alpha}
+    if isinstance(init, tuple) and len(init) == 2:
+        init = {"w": init[0], "b": init[1]}
+    if not isinstance(init, dict):
+        raise TypeError("init must be a Result, a (w, b) pair or a dict with 'w', 'b' and/or 'alpha', "
+                        f"got {type(init).__name__}")
+    unknown = set(init) - {"w", "b", "alpha"}
+    if unknown:
+        raise TypeError(f"init has unknown keys {sorted(unknown)}; it takes 'w', 'b', 'alpha'")
+    w, b, alpha, level = cold.w, cold.b, cold.alpha, 0
+    if init.get("w") is not None:
+        wv = jnp.asarray(init["w"], dt).ravel()
+        bv = jnp.asarray(0.0 if init.get("b") is None else init["b"], dt).reshape(())
+        d_user = pb.d - (1 if intercept_scaling is not None else 0)
+        if pb.kernel is None and wv.shape[0] != d_user:
+            raise ValueError(f"init w has {wv.shape[0]} entries; the problem has {d_user} features")
+        if intercept_scaling is not None:
+            wv, bv = jnp.concatenate([wv, (bv / intercept_scaling)[None]]), jnp.zeros((), dt)
+        if pb.kernel is None:
+            w, b, level = wv, bv, level | PRIMAL
+    if init.get("alpha") is not None:
+        a = jnp.asarray(init["alpha"], dt).ravel()
+        if a.shape[0] not in (pb.n, n_user):
+            raise ValueError(f"init alpha has {a.shape[0]} entries; the problem has {n_user or pb.n} rows")
+        alpha = jnp.zeros((pb.n,), dt).at[: a.shape[0]].set(a) * (pb.s > 0)
+        level |= DUAL
+    return Start(w, b, alpha, jnp.asarray(level, jnp.int32), cold.aux)
+
+
+def _same_shapes(a, b) -> bool:
+    la, ta = jax.tree_util.tree_flatten(a)
+    lb, tb = jax.tree_util.tree_flatten(b)
+    return ta == tb and all(np.shape(x) == np.shape(z) for x, z in zip(la, lb))
+
+
+# ---------------------------------------------------------------------------------- solve
+def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, C=1.0,
+          fit_intercept: bool = True, intercept_scaling: float | None = None, sample_weight=None,
+          tol: float | None = None, max_iter: int | None = None, dtype=None, history: bool = False,
+          record_every: int = 1, throw: bool = False, kernel=None, layout: str = "auto", init=None,
+          verbose=False, devices=None, batch: str = "auto", bucket: bool = True,
+          **method_params: Any) -> Result:
+    """Solve  min R(w) + C sum_i s_i loss(y_i (w.x_i + b))  (SPEC section 1).
+
+    X: (n, d) numpy / jax array or scipy.sparse matrix (any format); y: (n,) with exactly two
+    labels (the larger one is +1). C: a scalar, or a 1-D array to solve a whole grid
+    (arrays in the Result then carry a leading axis). ``intercept_scaling=s`` switches to
+    LIBLINEAR's bias-feature convention (b regularized as a weight on a constant feature s).
+
+    tol        the relative duality gap (P - D)/|P| a CONVERGED status certifies (every method)
+    init       a warm start: an earlier Result (same method and shapes: resumes exactly),
+               a (w, b) pair, or {"w", "b", "alpha"}
+    verbose    True (a progress line about every second, via the ``logging`` module, logger
+               "svmopt"), an int k (every k iterations) or a callable receiving a dict
+    history    record iteration, objective, gap and time per ``record_every`` iterations
+    devices    where a batch (C grid) runs: a list of jax devices; ``batch`` "auto" | "loop" | "vmap"
+    bucket     pad the rows to one of 16 sizes per power of two with zero-weight rows (exact),
+               so folds and grids of nearby sizes reuse one compiled program
+    layout     "auto" | "sparse" | "dense": the data operator for scipy input
+    dtype      float32 (default) or float64 (with jax_enable_x64 on)
+
+    Extra keywords configure ``method``. A run that ends without a certified gap warns
+    (``ConvergenceWarning``), or raises ``SolverError`` with ``throw=True``.
+
+    Inside ``jax.jit`` / ``jax.vmap`` / ``jax.grad`` (traced arguments) the solve runs as
+    part of the traced computation; labels must then be two distinct numbers (the larger
+    is +1), value checks are skipped, and ``jax.grad`` of the solution uses implicit
+    differentiation (``svmopt.implicit``).
+    """
+    method = configure_method(method, tol, method_params)
+    if is_traced((X, y, C, sample_weight, init, loss, reg, method, max_iter)):
+        return _solve_traced(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
+                             intercept_scaling=intercept_scaling, sample_weight=sample_weight,
+                             max_iter=max_iter, dtype=dtype, kernel=kernel, init=init)
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                    intercept_scaling=intercept_scaling, sample_weight=sample_weight,
+                                    dtype=dtype, layout=layout, bucket=bucket and kernel is None)
+    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    method = method.canonical(pb.dtype)
+    if C_arr.ndim == 1:
+        if history:
+            raise ValueError("history is recorded per problem: solve the C values one by one, or use svmopt.path")
+        pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
+        start = make_start(init, method, pb.replace(C=pb.C[0]), intercept_scaling, n)
+        starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (C_arr.size,) + jnp.shape(a)), start)
+        out, timings = driver.run_batch(method, pb, batch_axes(pb, C=0), starts, size=C_arr.size,
+                                        max_iter=max_iter, mode=batch, devices=devices, verbose=verbose,
+                                        labels=[f"C={c:g}" for c in C_arr])
+        hist = None
+    else:
+        start = make_start(init, method, pb, intercept_scaling, n)
+        out, hist, timings = driver.run(method, pb, start, max_iter=max_iter, history=history,
+                                        record_every=record_every, verbose=verbose)
+    res = to_result(out, hist, timings, method, pb, classes, C if C_arr.ndim == 0 else C_arr,
+                    intercept_scaling, n)
+    if pb.kernel is not None and C_arr.ndim == 0:
+        attach_support_vectors(res, X, pb, n)
+    return finish_result(res, method, throw)
+
+
+def attach_support_vectors(res, X, pb, n):
+    alpha = np.asarray(res.extras["alpha"])[:n]
+    sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM) counts too
+    res.kernel = pb.kernel
+    res.support_vectors = as_matrix(X)[sv] if not isinstance(X, (DenseOperator, SparseOperator)) else None
+    res.dual_coef = alpha[sv] * np.asarray(pb.y)[sv]
+    res.extras["support"] = sv
+
+
+def to_result(out, hist, timings, method, pb, classes, C, intercept_scaling, n) -> Result:
+    w, b = out.w, out.b
     if intercept_scaling is not None:
         b = w[..., -1] * intercept_scaling
         w = w[..., :-1]
-    res = Result(w=w, b=b, primal_objective=out["primal"], dual_objective=out["dual"], gap=out["gap"],
-                 status=out["status"], iterations=out["iterations"], method=method.name, loss=repr(pb.loss),
-                 C=C, classes=classes, history=hist, timings=timings, extras=out["extras"],
-                 intercept_scaling=intercept_scaling)
+    extras = dict(out.extras)
+    if "alpha" in extras and n is not None:
+        extras["alpha"] = extras["alpha"][..., :n]
+    status = out.status
+    iterations = out.iterations
+    if np.ndim(status) == 0 and not is_traced(status):
+        status, iterations = Status(int(status)), int(iterations)
+    return Result(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap, status=status,
+                  iterations=iterations, method=method.name, loss=repr(pb.loss), C=C, classes=classes,
+                  history=hist, timings=timings, extras=extras, intercept_scaling=intercept_scaling,
+                  state=out.state, tol=_float(method.tol))
+
+
+def _float(v):
+    c = concrete(v)
+    return None if c is None else float(np.asarray(c).ravel()[0])
+
+
+def finish_result(res: Result, method, throw: bool, what: str = ""):
     status = np.asarray(res.status)
-    if status.ndim == 0:
-        res.status = Status(int(status))
-        res.iterations = int(res.iterations)
     if np.any(status != Status.CONVERGED):
-        msg = f"{method.name}: {res.message}"
+        msg = f"{method.name}{what}: {res.message}"
         if throw:
             raise SolverError(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+        warn_convergence(msg, stacklevel=4)
     return res
+
+
+# ---------------------------------------------------------------------------------- traced
+def _solve_traced(X, y, *, loss, reg, method, C, fit_intercept, intercept_scaling, sample_weight, max_iter,
+                  dtype, kernel, init):
+    """The solve as a traced computation (inside the user's jit / vmap / grad)."""
+    from . import implicit
+
+    if not isinstance(loss, Loss) or not isinstance(reg, Regularizer):
+        raise TypeError("loss and reg must be svmopt Loss / Regularizer objects")
+    if sp.issparse(X):
+        raise TypeError("scipy.sparse X cannot enter a traced solve; pass svmopt.operators.as_operator(X) "
+                        "(a pytree) or a dense jax array")
+    dt = resolve_dtype(dtype)  # float32 unless asked, as in eager calls
+    y = jnp.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
+    hi, lo = jnp.max(y), jnp.min(y)
+    y_pm = jnp.where(y == hi, 1.0, -1.0).astype(dt)
+    classes = jnp.stack([lo, hi])
+    n = y.shape[0]
+    s = jnp.ones((n,), dt) if sample_weight is None else jnp.asarray(sample_weight, dt)
+    if intercept_scaling is not None:
+        fit_intercept = False
+    op = X if isinstance(X, (DenseOperator, SparseOperator)) else as_operator(jnp.asarray(X, dt), dt,
+                                                                                 bias_scale=intercept_scaling)
+    C = jnp.asarray(C, dt)
+    if C.ndim > 1:
+        raise ValueError(f"C must be a scalar or 1-D, got shape {C.shape}")
+    pb = build_problem(op, y_pm, s, C if C.ndim == 0 else C[0], loss, reg, fit_intercept, dt)
+    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    method = method.canonical(dt)
+    start = make_start(init, method, pb, intercept_scaling, n)
+
+    def one(Cv):
+        p = pb.replace(C=Cv)
+        out = driver.run_inline(method, jax.lax.stop_gradient(p), jax.lax.stop_gradient(start), max_iter)
+        return implicit.attach(out, p)
+
+    out = one(C) if C.ndim == 0 else jax.vmap(one)(C)
+    return to_result(out, None, {}, method, pb, classes, C, intercept_scaling, n)

@@ -101,8 +101,8 @@ def test_box_diagonal_matches_liblinear_convention():
 def test_missing_capabilities_are_named():
     with pytest.raises(MissingCapability, match="curvature"):
         hinge.curvature()
-    with pytest.raises(MissingCapability, match="dual"):
-        _custom().dual
+    with pytest.raises(MissingCapability, match="box-plus-diagonal"):
+        _custom().box_diagonal()  # from_function gets a numerical conjugate, not a box-plus-diagonal one
     with pytest.raises(MissingCapability, match="grad"):
         l1.grad(jnp.ones(3))
 

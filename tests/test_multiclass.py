@@ -146,7 +146,7 @@ def test_cap_warns_and_throws(heart):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(strategy="ovo"), "strategy must be 'ovr'"),
+    (dict(strategy="ova"), "strategy must be 'ovr'"),
     (dict(C=[1.0, 2.0]), "scalar C"),
     (dict(C=-1.0), "C must be finite and > 0"),
     (dict(method="alm"), "method must be an svmopt solver"),

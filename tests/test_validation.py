@@ -73,8 +73,9 @@ def test_wrong_building_blocks():
         svmopt.solve(X, Y, reg="l2")
     with pytest.raises(TypeError, match="solver"):
         svmopt.solve(X, Y, method="alm")
+    from svmopt.solvers import dual_cd
     with pytest.raises(svmopt.MissingCapability, match="l2-regularized"):
-        svmopt.solve(X, Y, reg=l1, method=alm)
+        svmopt.solve(X, Y, reg=l1, method=dual_cd, fit_intercept=False)
     with pytest.raises(TypeError, match="no parameter"):
         alm(rhoo=2.0)
     with pytest.raises(ValueError, match="rho >= 1"):

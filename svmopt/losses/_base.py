@@ -61,6 +61,7 @@ class LossFamily:
     dual: Optional[DualDescription] = None
     describe: Callable = lambda params: ""
     bind: Optional[Callable] = None  # (params, row_inf_norms) -> params
+    kink: Optional[float] = None  # margin of a kink between two linear pieces (the hinge: 1)
 
     # families are compared by identity (jit cache keys): copies must stay the same object,
     # or sklearn's clone (a deepcopy) would trigger a recompilation per clone
@@ -92,7 +93,10 @@ class Loss:
         return self.family.name
 
     def __repr__(self) -> str:
-        extra = self.family.describe(self.params)
+        try:
+            extra = self.family.describe(self.params)
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced parameters
+            extra = "traced"
         return f"{self.family.name}({extra})" if extra else self.family.name
 
     def value(self, m):

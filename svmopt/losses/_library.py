@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -85,6 +87,7 @@ _HINGE = LossFamily(
     smooth=False,
     smoothed=lambda p, mu: smoothed_hinge(mu),
     dual=DualDescription(lower=0.0, upper=1.0, dual_value=lambda p, a: a, quad=lambda p: 0.0),
+    kink=1.0,
 )
 hinge = Loss(_HINGE, {})
 """(1 - m)_+, the L1-loss SVM. Dual: box [0, C], no diagonal."""
@@ -107,12 +110,14 @@ squared_hinge = Loss(_SQUARED_HINGE, {})
 
 # ---------------------------------------------------------------- Lp hinge, any real p >= 1
 def _lp_value(p, m):
-    return _relu(1.0 - m) ** p["p"]
+    r = _relu(1.0 - m)
+    return jnp.where(r > 0, jnp.where(r > 0, r, 1.0) ** p["p"], 0.0)
 
 
 def _lp_derivative(p, m):
     r = _relu(1.0 - m)
-    return -p["p"] * jnp.where(r > 0, r ** (p["p"] - 1.0), 0.0)
+    safe = jnp.where(r > 0, r, 1.0)  # no inf * 0 in derivatives of the unused branch
+    return -p["p"] * jnp.where(r > 0, safe ** (p["p"] - 1.0), 0.0)
 
 
 def _lp_prox(params, v, gamma, iters: int = 60):
@@ -173,7 +178,13 @@ def lp_hinge(p: float) -> Loss:
 
     p = 1 and p = 2 return ``hinge`` and ``squared_hinge`` (closed-form prox, eq. 12-13);
     other p use a monotone 1-D root finder for the prox (eq. 11).
+
+    A traced p (``jax.vmap(lambda p: svmopt.solve(..., loss=lp_hinge(p)))(ps)``, or ``jax.grad``
+    with respect to p) gives the general family, valid for p > 1 (the hinge, p = 1, has a
+    kink that no smooth family describes).
     """
+    if isinstance(p, jax.core.Tracer):
+        return Loss(_LP_HINGE, {"p": p})
     try:
         p = float(p)
     except TypeError as exc:
@@ -254,13 +265,22 @@ def _moreau_family(base: LossFamily) -> LossFamily:
 
 
 def from_function(fn, name: str | None = None, *, smooth: bool | None = None, curvature: float | None = None,
-                  conjugate=None, dual_box=(0.0, math.inf)) -> Loss:
-    """Turn a plain ``jnp`` function of the margin into a Loss.
+                  conjugate=None, dual_box=None, box_diagonal=None) -> Loss:
+    """Turn a plain ``jnp`` function of the margin into a Loss that every solver can use.
 
     The derivative comes from ``jax.grad``, the prox from the safeguarded Newton solver
-    (valid for any convex ``fn``). ``curvature`` (sup |fn''|) marks the loss smooth for
-    NESVM; ``conjugate`` (a function giving -l*(-a) on ``dual_box``) enables duality gaps.
-    Convexity is the caller's promise: it is checked on a grid here and a violation raises.
+    (valid for any convex ``fn``). What it can declare:
+
+    curvature      sup |fn''|: marks the loss smooth (NESVM, Lipschitz steps)
+    conjugate      a function a -> -l*(-a) on ``dual_box`` (lower, upper): exact duality gaps
+    box_diagonal   (lower, upper, quad) when -l*(-a) = a - quad a^2 on [lower, upper]: the dual
+                   that dual coordinate descent solves (the squared hinge is (0, inf, 1/4))
+
+    Without ``conjugate`` the duality gap uses a numerical conjugate: -l*(-a) = min_m l(m) + a m
+    by a bracketed Newton search on l'(m) = -a, reported as a lower bound (so the gap stays an
+    upper bound) wherever the root is bracketed; ``dual_box`` defaults to the range of -l' seen
+    on margins in [-1e6, 1e6]. Convexity is the caller's promise: it is checked on a grid here
+    and a violation raises.
     """
     if not callable(fn):
         raise TypeError(f"from_function needs a callable of the margin, got {fn!r}")
@@ -279,15 +299,82 @@ def from_function(fn, name: str | None = None, *, smooth: bool | None = None, cu
         raise ValueError(f"loss function {name or fn} is not finite on margins in [-5, 5]")
     if bool(jnp.any(dv < -1e-6 * (1 + jnp.abs(dv).max()))):
         raise ValueError(f"loss function {name or fn} is not convex (its derivative decreases on [-5, 5])")
+    d_el, s_el = elementwise(deriv), elementwise(second)
+    if box_diagonal is not None:
+        lo, hi, quad = (float(v) for v in box_diagonal)
+        dual = DualDescription(lo, hi, lambda p, a: a - quad * a * a, quad=lambda p: quad)
+    elif conjugate is not None:
+        lo, hi = dual_box if dual_box is not None else (0.0, math.inf)
+        dual = DualDescription(float(lo), float(hi), lambda p, a: conjugate(a))
+    else:
+        if dual_box is None:
+            dual_box = _derivative_range(deriv)
+        dual = DualDescription(float(dual_box[0]), float(dual_box[1]),
+                               lambda p, a: numeric_dual_value(lambda m: fn(m), d_el, s_el, a))
     fam = LossFamily(
         name=name or getattr(fn, "__name__", "custom"),
         value=lambda p, m: fn(m),
-        derivative=lambda p, m: elementwise(deriv)(m),
-        prox=lambda p, v, g: prox_newton(elementwise(deriv), elementwise(second), v, g),
+        derivative=lambda p, m: d_el(m),
+        prox=lambda p, v, g: prox_newton(d_el, s_el, v, g),
         curvature=None if curvature is None else (lambda p: curvature),
         smooth=bool(smooth) if smooth is not None else curvature is not None,
         differentiable=True,  # jax.grad defines the derivative
-        dual=None if conjugate is None else DualDescription(dual_box[0], dual_box[1], lambda p, a: conjugate(a)),
+        dual=dual,
     )
     fam = LossFamily(**{**fam.__dict__, "smoothed": lambda p, mu: _moreau(Loss(fam), mu)}) if fam.prox else fam
     return Loss(fam, {})
+
+
+def _derivative_range(deriv):
+    """(-sup l', -inf l'): where -l'(m) goes as m -> +inf and -inf, probed at |m| = 100 and 1000."""
+    probe = np.asarray(deriv(jnp.asarray([100.0, 1000.0, -100.0, -1000.0])), dtype=float)
+    hi_far, lo_far = -probe[3], -probe[1]
+    # -l'(-m) still growing (or overflowing) far out: unbounded above (squared-type losses)
+    grows = not np.isfinite(hi_far) or abs(hi_far + probe[2]) > 1e-6 * max(1.0, abs(hi_far))
+    hi = math.inf if grows else float(hi_far)
+    lo = float(lo_far) if np.isfinite(lo_far) else -math.inf
+    return (0.0 if abs(lo) < 1e-12 else lo), hi
+
+
+def numeric_dual_value(value, deriv, second, a, iters: int = 80, reach: float = 2.0 ** 30):
+    """A lower bound on -l*(-a) = min_m l(m) + a m for convex l (elementwise in a).
+
+    The minimiser solves l'(m) = -a; it is bracketed by doubling from 0, then found by Newton
+    steps kept inside the bracket (bisection otherwise). With phi(m) = l(m) + a m convex and
+    phi' changing sign on [lo, hi], min phi >= phi(m) - |phi'(m)| (hi - lo) for any m there: the
+    value returned, so a duality gap built from it stays an upper bound. Without a sign change
+    within |m| <= ``reach`` the infimum is a limit; phi(+-reach) is returned there.
+    """
+    a = jnp.asarray(a)
+    g = lambda m: deriv(m) + a  # noqa: E731  (phi', non-decreasing)
+    zero = jnp.zeros_like(a)
+    sgn = jnp.where(g(zero) < 0, 1.0, -1.0)  # the root lies in direction sgn
+
+    def grow(c):
+        k, t = c
+        return k + 1, jnp.where(sgn * g(sgn * t) < 0, 2.0 * t, t)
+
+    def more(c):
+        k, t = c
+        return (k < 32) & jnp.any((sgn * g(sgn * t) < 0) & (t < reach))
+
+    _, t = lax.while_loop(more, grow, (0, jnp.ones_like(a)))
+    found = sgn * g(sgn * t) >= 0
+    lo = jnp.minimum(0.0, sgn * t)
+    hi = jnp.maximum(0.0, sgn * t)
+
+    def body(c):
+        k, lo, hi, m = c
+        gm = g(m)
+        lo = jnp.where(gm < 0, m, lo)
+        hi = jnp.where(gm > 0, m, hi)
+        h = second(m)
+        newton = m - gm / jnp.where(h > 0, h, 1.0)
+        ok = (h > 0) & (newton > lo) & (newton < hi)
+        return k + 1, lo, hi, jnp.where(gm == 0, m, jnp.where(ok, newton, 0.5 * (lo + hi)))
+
+    _, lo, hi, m = lax.fori_loop(0, iters, lambda i, c: body(c), (0, lo, hi, 0.5 * (lo + hi)))
+    phi = value(m) + a * m
+    bound = phi - jnp.abs(g(m)) * (hi - lo)
+    edge = value(sgn * reach) + a * sgn * reach
+    return jnp.where(found, bound, edge)

@@ -1,22 +1,121 @@
-"""What every solver shares: a frozen, hashable parameter record that is also its own factory.
+"""What every solver shares: a ``Method`` is a pytree module whose *numbers are leaves*.
 
-``alm`` is a method with the paper's defaults; ``alm(rho=1.1)`` is the same method
-reconfigured. Methods are static arguments of the jitted core, so they must be hashable.
+A solver is a frozen dataclass. Fields declared with ``static(...)`` are its structure
+(variant, criterion, shapes such as block sizes): they are part of the compiled
+program, so changing one compiles anew. Every other field is a runtime number
+(tol, max_iter-like caps, mu0, rho, seed, ...): a pytree leaf, traced by ``jit``, so a
+new value reuses the compiled executable. ``alm`` is a method with the paper's
+defaults; ``alm(tol=1e-5)`` is the same method with another number.
+
+The loop protocol (run by ``svmopt.driver``, which solvers never import):
+
+    init(pb, start)      -> state   a NamedTuple; ``start`` is a ``Start`` (cold, warm or resume)
+    step(pb, state)      -> state
+    check(pb, state)     -> int32   RUNNING, CONVERGED (its own criterion met), STALLED
+    finalize(pb, state)  -> Iterate(w, b, alpha or None, extras)
+    tighten(pb, state)   -> state   its criterion was met but the duality gap was not
+                                    certified: tighten its own tolerance and go on
+    carry(pb, state)     -> Start   what a later ``solve(init=result)`` resumes from
+    objectives(pb, state, it) (optional) -> (primal, dual, alpha): kernel methods, whose
+                                    objectives come from alpha rather than (w, b)
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple, Optional
 
+import numpy as np
+
+import jax
 import jax.numpy as jnp
 
 from ..losses import MissingCapability
 
+__all__ = ["Method", "static", "require", "stall_update", "Start", "Iterate", "concrete", "is_traced",
+           "COLD", "PRIMAL", "DUAL", "RESUME"]
 
-@dataclasses.dataclass(frozen=True)
+# Start.level bits: what a start carries
+COLD, PRIMAL, DUAL, RESUME = 0, 1, 2, 4
+
+
+class Start(NamedTuple):
+    """Where a solve starts. Always present (zeros for a cold start), so cold, warm and
+    resumed solves share one compiled program.
+
+    w (d,), b ()       a primal point (d = the operator's width, bias feature included)
+    alpha (n,)         a dual point in the library's scale (0 <= alpha_i <= C s_i for the hinge)
+    level              int32 bits: PRIMAL (w, b meaningful), DUAL (alpha meaningful), RESUME
+                       (``aux`` is a previous run's carry: continue exactly where it stopped)
+    aux                the method's own resume data (``Method.aux_template``)
+    """
+
+    w: Any
+    b: Any
+    alpha: Any
+    level: Any
+    aux: Any = None
+
+
+class Iterate(NamedTuple):
+    """A method's answer: the primal point, a dual candidate (or None) and solver diagnostics."""
+
+    w: Any
+    b: Any
+    alpha: Optional[Any]
+    extras: dict
+
+
+def static(default=dataclasses.MISSING, **kw):
+    """A structural field: part of the compiled program (a change compiles anew)."""
+    return dataclasses.field(default=default, metadata={"static": True}, **kw)
+
+
+def is_traced(x) -> bool:
+    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x))
+
+
+def concrete(x):
+    """x as a Python/NumPy value, or None when it is traced (checks are then skipped)."""
+    if is_traced(x):
+        return None
+    return np.asarray(x) if isinstance(x, jax.Array) else x
+
+
+def _fields(cls):
+    out = ([], [])
+    for f in dataclasses.fields(cls):
+        out[bool(f.metadata.get("static"))].append(f.name)
+    return tuple(out[0]), tuple(out[1])
+
+
 class Method:
+    """Base of all solvers. Subclasses are ``@dataclasses.dataclass(frozen=True)``."""
+
     name = "method"
     supports_kernel = False
+    batchable = True  # runs well under vmap (a batch of problems in one program)
+    certify_every = None  # also check the duality gap every k iterations (cheap next to a step)
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+
+        def flatten(m):
+            dyn, sta = _fields(type(m))
+            return tuple(getattr(m, k) for k in dyn), (sta, tuple(_hashable(getattr(m, k)) for k in sta))
+
+        def unflatten(aux, children):
+            sta, vals = aux
+            m = object.__new__(cls)
+            dyn, _ = _fields(cls)
+            for k, v in zip(dyn, children):
+                object.__setattr__(m, k, v)
+            for k, v in zip(sta, vals):
+                object.__setattr__(m, k, v)
+            return m
+
+        jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+
+    # -- configuration
     def __call__(self, **params) -> "Method":
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(params) - names)
@@ -24,11 +123,81 @@ class Method:
             raise TypeError(f"{self.name} has no parameter(s) {unknown}; it takes {sorted(names)}")
         return dataclasses.replace(self, **params)
 
+    def static_fields(self) -> tuple:
+        return _fields(type(self))[1]
+
+    def dynamic_fields(self) -> tuple:
+        return _fields(type(self))[0]
+
+    def canonical(self, dtype) -> "Method":
+        """Runtime numbers as arrays of fixed dtypes (floats in ``dtype``, ints int32), so the
+        same structure always meets the same compiled program whatever Python type a number had."""
+        def conv(x):
+            if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+                return x
+            if isinstance(x, jax.core.Tracer):
+                return x
+            a = np.asarray(x)
+            if a.dtype == bool:
+                return jnp.asarray(a, bool)
+            if np.issubdtype(a.dtype, np.integer):
+                return jnp.asarray(a, jnp.int32) if a.ndim == 0 else jnp.asarray(a)
+            if np.issubdtype(a.dtype, np.floating):
+                return jnp.asarray(a, dtype)
+            return x
+        dyn = self.dynamic_fields()
+        return dataclasses.replace(self, **{k: jax.tree_util.tree_map(conv, getattr(self, k)) for k in dyn}) \
+            if dyn else self
+
+    # -- the protocol (defaults)
     def validate(self, pb) -> None:
-        """Raise a clear error when the problem is not one this method solves."""
+        """Raise a clear error when the problem is not one this method solves (eager only)."""
 
     def default_max_iter(self, pb) -> int:
         return 1000
+
+    def aux_template(self, pb):
+        """Zeros shaped like the method's resume data (``carry(...).aux``); None: nothing extra."""
+        return None
+
+    def tighten(self, pb, st):
+        """Called when ``check`` said CONVERGED but the certified gap is above tol. Return the
+        state with a tighter inner tolerance, or None when the method cannot do better (the
+        run then ends UNCERTIFIED)."""
+        return None
+
+    def carry(self, pb, st) -> Start:
+        it = self.finalize(pb, st)
+        alpha = jnp.zeros((pb.n,), pb.dtype) if it.alpha is None else it.alpha
+        level = PRIMAL | (0 if it.alpha is None else DUAL)
+        return Start(it.w, it.b, alpha, jnp.asarray(level, jnp.int32), self.aux_template(pb))
+
+    def own_objectives(self, pb) -> bool:
+        """True when ``objectives`` computes primal and dual itself (kernel methods)."""
+        return False
+
+    def objectives(self, pb, st, it):
+        """(primal, dual, alpha) computed by the method (only when ``own_objectives``)."""
+        raise NotImplementedError
+
+    def dual_bound(self, pb, st):
+        """An extra valid lower bound on the optimum (e.g. a working-set dual), or None."""
+        return None
+
+    def start_objective(self, pb):
+        """The objective at w = 0, b = 0 (a run far above it has diverged)."""
+        import jax.numpy as jnp  # noqa: F811
+        return jnp.sum(pb.cs * pb.loss.value(jnp.zeros_like(pb.y)))
+
+    def gap_tol(self):
+        """The relative duality gap the status contract certifies (``tol``)."""
+        return self.tol
+
+
+def _hashable(v):
+    if isinstance(v, (list, np.ndarray)):
+        return tuple(np.ravel(v).tolist())
+    return v
 
 
 def require(cond: bool, message: str) -> None:
@@ -36,7 +205,28 @@ def require(cond: bool, message: str) -> None:
         raise MissingCapability(message)
 
 
+def check_positive(method, *names, integer=False, allow_zero=False):
+    """Eager value checks of runtime numbers (skipped when traced)."""
+    for k in names:
+        v = concrete(getattr(method, k))
+        if v is None:
+            continue
+        v = np.asarray(v)
+        bad = (v.ndim != 0 or not np.isfinite(v) or (v < 0 if allow_zero else v <= 0)
+               or (integer and (not np.issubdtype(v.dtype, np.integer) or isinstance(getattr(method, k), bool))))
+        if bad:
+            kind = " (an integer)" if integer else ""
+            raise ValueError(f"{method.name} needs {k} {'>=' if allow_zero else '>'} 0{kind}, "
+                             f"got {getattr(method, k)!r}")
+
+
 def stall_update(best, since, obj, obj_tol):
     """Objective-change safeguard: count iterations without a relative improvement of obj_tol."""
     improved = obj < best - obj_tol * jnp.abs(best)
     return jnp.where(improved, obj, jnp.minimum(best, obj)), jnp.where(improved, 0, since + 1)
+
+
+def start_or(start: Start, bit: int, given, default):
+    """``given`` when the start carries ``bit``, else ``default`` (traced select)."""
+    has = (start.level & bit) != 0
+    return jax.tree_util.tree_map(lambda g, d: jnp.where(has, g, d), given, default)

@@ -26,8 +26,10 @@ step is one working set (Algorithm 1):
      the objective at least as much as an SMO step on that pair would (convergence as SMO's).
   3. alpha_B += d, G += Q_{:,B} d (kernel rows of B from the bounded row cache).
 
-Stop (``check``): LIBSVM's m(alpha) - M(alpha) <= tol with m = max_{I_up} q, M = min_{I_low} q
-(tol = 1e-3 like LIBSVM's -e); no decrease in ``patience`` steps -> STALLED. The bias is
+Stop (``check``): LIBSVM's m(alpha) - M(alpha) <= viol_tol with m = max_{I_up} q, M = min_{I_low} q
+(viol_tol = 1e-3 like LIBSVM's -e); no decrease in ``patience`` steps -> STALLED. The driver then
+certifies the relative duality gap (P - D)/|P| <= tol (default 1e-3; P and D from alpha and G);
+above it, viol_tol is divided by 10 and the working sets go on. The bias is
 b = -rho with rho from the free support vectors (LIBSVM's calculate_rho).
 
 Result: b, primal 1/2 alpha^T Q alpha + sum_i C_i hinge(y_i f_i) and dual e^T alpha - 1/2 alpha^T Q alpha,
@@ -43,18 +45,38 @@ the budget holds all n rows. Sparse X is densified once (n * d must fit ``dense_
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..driver import RUNNING
 from ..kernel_cache import cache_rows, fetch, init_cache, top_k
 from ..kernels import kernel_diag, kernel_rows, linear
 from ..operators import DenseOperator
 from ..problem import Problem
 from ..result import Status
-from ._base import Method, require, stall_update
+from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
+    stall_update, static
+
+RUNNING = -1
+
+
+class ALFPGMState(NamedTuple):
+    alpha: Any
+    G: Any  # Q alpha - e for all rows
+    kdiag: Any
+    count: Any  # MinMaxLimiter: times in a working set
+    frozen: Any
+    cache: Any
+    viol: Any  # m(alpha) - M(alpha)
+    best: Any
+    since: Any
+    inner: Any
+    resets: Any
+    smo: Any
+    viol_tol: Any  # tightened by the driver's certificate
+    X: Any  # densified sparse X, else None
 
 __all__ = ["ALFPGM", "alfpgm", "calculate_rho", "solve_subproblem", "project_hyperplane_box"]
 
@@ -70,7 +92,8 @@ class ALFPGM(Method):
     eps_scale       ties the sub-problem accuracy to the current violation m(alpha) - M(alpha):
                     with the paper's fixed eps the sub-problems stop at once near the end and
                     the SMO fall-back does the work (ijcnn1 5k: 898 steps, 801 SMO; 0.03: 59, 4)
-    tol             global stop m(alpha) - M(alpha) <= tol (LIBSVM -e, 1e-3)
+    tol             relative duality gap certified at the end (1e-3)
+    viol_tol        working-set stop m(alpha) - M(alpha) <= viol_tol (LIBSVM -e, 1e-3)
     delta_alpha, min_alpha_opt, max_alpha_opt   MinMaxLimiter (paper 1e-6, 5, 20)
     min_alpha_check number of j candidates (smallest q over I_low) searched by eq. 15; 0 = all
                     (all: 4.6x slower on a9a 10k, no fewer steps that matter)
@@ -86,47 +109,51 @@ class ALFPGM(Method):
     dense_budget    MB allowed for densifying a sparse X (kernel rows need dense rows)
     """
 
-    pairs: int = 64
+    pairs: int = static(64)
     mu: float = 0.1
     eps: float = 1e-2
     eps_scale: float = 0.03
     tol: float = 1e-3
+    viol_tol: float = 1e-3
     delta_alpha: float = 1e-6
     min_alpha_opt: int = 5
     max_alpha_opt: int = 20
-    min_alpha_check: int = 512
+    min_alpha_check: int = static(512)
     tau: float = 1e-12
-    cache_size: float = 200.0
-    cache_policy: str = "lru+demote"
-    row_chunk: int = 16
-    col_block: int = 65536
-    power_iters: int = 10
+    cache_size: float = static(200.0)
+    cache_policy: str = static("lru+demote")
+    row_chunk: int = static(16)
+    col_block: int = static(65536)
+    power_iters: int = static(10)
     max_inner: int = 300
     max_outer: int = 30
     patience: int = 200
-    dense_budget: float = 2048.0
+    dense_budget: float = static(2048.0)
 
     name = "alfpgm"
+    certify_every = 4  # the gap costs little next to an iteration: check it often
     supports_kernel = True
 
     # ------------------------------------------------------------------ set-up
     def validate(self, pb: Problem) -> None:
-        require(pb.loss.name == "hinge", f"alfpgm solves the hinge-loss (C-SVM) dual only, got loss={pb.loss!r}")
-        require(pb.reg.name == "l2", f"alfpgm solves l2-regularized problems only, got reg={pb.reg!r}")
+        lower, upper, quad = pb.loss.box_diagonal()
+        hinge_like = concrete(quad) is None or (lower == 0 and upper == 1 and float(quad) == 0.0)
+        require(hinge_like, f"alfpgm solves the hinge-loss (C-SVM) dual (box [0, C], no diagonal), got loss={pb.loss!r}")
+        require(pb.reg.is_l2, f"alfpgm solves l2-regularized problems only, got reg={pb.reg!r}")
         require(pb.fit_intercept, "alfpgm solves the dual with the intercept (y^T alpha = 0); "
                                   "fit_intercept=False / intercept_scaling are not supported")
-        for k in ("pairs", "min_alpha_opt", "max_alpha_opt", "row_chunk", "col_block", "power_iters",
-                  "max_inner", "max_outer", "patience"):
+        for k in ("pairs", "row_chunk", "col_block", "power_iters"):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"alfpgm {k} must be a positive integer, got {v!r}")
-        for k in ("mu", "eps", "eps_scale", "tol", "tau", "cache_size", "dense_budget"):
+        check_positive(self, "min_alpha_opt", "max_alpha_opt", "max_inner", "max_outer", "patience", integer=True)
+        check_positive(self, "mu", "eps", "eps_scale", "viol_tol", "tau")
+        check_positive(self, "delta_alpha", allow_zero=True)
+        for k in ("cache_size", "dense_budget"):
             if not getattr(self, k) > 0:
                 raise ValueError(f"alfpgm {k} must be > 0, got {getattr(self, k)!r}")
         if not (isinstance(self.min_alpha_check, int) and self.min_alpha_check >= 0):
             raise ValueError(f"alfpgm min_alpha_check must be an integer >= 0 (0 = all), got {self.min_alpha_check!r}")
-        if self.delta_alpha < 0:
-            raise ValueError(f"alfpgm delta_alpha must be >= 0, got {self.delta_alpha}")
         if self.cache_policy not in ("lru", "lru+demote"):
             raise ValueError(f"alfpgm cache_policy must be 'lru' or 'lru+demote', got {self.cache_policy!r}")
         n, d = pb.op.shape
@@ -151,29 +178,46 @@ class ALFPGM(Method):
         return p, mc, S
 
     # ------------------------------------------------------------------ state
-    def init(self, pb: Problem):
+    def aux_template(self, pb):
+        n, dt = pb.n, pb.dtype
+        return dict(G=jnp.zeros((n,), dt), count=jnp.zeros((n,), jnp.int32), frozen=jnp.zeros((n,), bool),
+                    viol_tol=jnp.zeros((), dt))
+
+    def init(self, pb: Problem, start: Start) -> ALFPGMState:
         n, dt = pb.n, pb.dtype
         _, _, S = self._sizes(pb)
         X = _dense_rows(pb)
-        st = dict(alpha=jnp.zeros((n,), dt), G=-jnp.ones((n,), dt),
-                  kdiag=kernel_diag(_kernel(pb), X).astype(dt),
-                  count=jnp.zeros((n,), jnp.int32), frozen=jnp.zeros((n,), bool),
-                  cache=init_cache(S, n, dt), viol=jnp.asarray(jnp.inf, dt),
-                  best=jnp.asarray(jnp.inf, dt), since=jnp.asarray(0),
-                  inner=jnp.zeros((), jnp.int32), resets=jnp.zeros((), jnp.int32),
-                  smo=jnp.zeros((), jnp.int32))
-        if not isinstance(pb.op, DenseOperator):
-            st["X"] = X  # densified once, carried unchanged through the loop
-        return st
+        kern = _kernel(pb)
+        # a dual warm start: alpha clipped to the box, then projected onto y^T alpha = 0
+        from ..problem import project_dual
+        alpha = jnp.where(pb.cs > 0, jnp.clip(start.alpha, 0.0, pb.cs), 0.0)
+        alpha = start_or(start, DUAL, project_dual(pb, alpha), jnp.zeros((n,), dt))
+        resume = (start.level & RESUME) != 0
+        warm = ((start.level & DUAL) != 0) & ~resume
+
+        def gradient():  # G = Q alpha - e in row blocks (never n x n)
+            return _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512) * pb.y - 1.0
+
+        G = lax.cond(warm, gradient, lambda: -jnp.ones((n,), dt))
+        aux = start.aux
+        G = jnp.where(resume, aux["G"], G)
+        return ALFPGMState(alpha=alpha, G=G, kdiag=kernel_diag(kern, X).astype(dt),
+                           count=jnp.where(resume, aux["count"], 0), frozen=jnp.where(resume, aux["frozen"], False),
+                           cache=init_cache(S, n, dt), viol=jnp.asarray(jnp.inf, dt),
+                           best=jnp.asarray(jnp.inf, dt), since=jnp.asarray(0, jnp.int32),
+                           inner=jnp.zeros((), jnp.int32), resets=jnp.zeros((), jnp.int32),
+                           smo=jnp.zeros((), jnp.int32),
+                           viol_tol=jnp.where(resume, aux["viol_tol"], jnp.asarray(self.viol_tol, dt)),
+                           X=None if isinstance(pb.op, DenseOperator) else X)
 
     # ------------------------------------------------------------------ one working set
-    def step(self, pb: Problem, st):
+    def step(self, pb: Problem, st: ALFPGMState) -> ALFPGMState:
         p, mc, _ = self._sizes(pb)
         n, dt = pb.n, pb.dtype
-        X = st["X"] if "X" in st else pb.op.X
+        X = st.X if st.X is not None else pb.op.X
         kern = _kernel(pb)
-        y, cs, kd = pb.y, pb.cs, st["kdiag"]
-        alpha, G, cache = st["alpha"], st["G"], st["cache"]
+        y, cs, kd = pb.y, pb.cs, st.kdiag
+        alpha, G, cache = st.alpha, st.G, st.cache
         inf = jnp.asarray(jnp.inf, dt)
 
         def rows(ix):
@@ -184,10 +228,10 @@ class ALFPGM(Method):
         up, low = _index_sets(y, alpha, cs)
         viol = _extremes(q, up, low)
         at_bound = (alpha <= 0) | (alpha >= cs)
-        count, frozen = st["count"], st["frozen"]
+        count, frozen = st.count, st.frozen
         elig = ~frozen & (count < self.max_alpha_opt) & ~((count >= self.min_alpha_opt) & at_bound)
         m_r, M_r = _extremes(q, up & elig, low & elig, split=True)
-        reset = ~(m_r - M_r > self.tol)
+        reset = ~(m_r - M_r > st.viol_tol)
         elig = elig | reset
         frozen = frozen & ~reset
         count = jnp.where(reset, 0, count)
@@ -260,43 +304,49 @@ class ALFPGM(Method):
 
         up, low = _index_sets(y, alpha, cs)
         dual = 0.5 * jnp.sum(alpha * (1.0 - G))
-        best, since = stall_update(st["best"], st["since"], -dual, 0.0)
-        return dict(st, alpha=alpha, G=G, count=count, frozen=frozen, cache=cache,
-                    viol=_extremes(-y * G, up, low), best=best, since=since,
-                    inner=st["inner"] + n_inner.astype(jnp.int32), resets=st["resets"] + reset.astype(jnp.int32),
-                    smo=st["smo"] + use_smo.astype(jnp.int32))
+        best, since = stall_update(st.best, st.since, -dual, 0.0)
+        return st._replace(alpha=alpha, G=G, count=count, frozen=frozen, cache=cache,
+                           viol=_extremes(-y * G, up, low), best=best, since=since,
+                           inner=st.inner + n_inner.astype(jnp.int32), resets=st.resets + reset.astype(jnp.int32),
+                           smo=st.smo + use_smo.astype(jnp.int32))
 
-    def check(self, pb, st):
-        return jnp.where(st["viol"] <= self.tol, Status.CONVERGED,
-                         jnp.where(st["since"] >= self.patience, Status.STALLED, RUNNING))
+    def check(self, pb, st: ALFPGMState):
+        return jnp.where(st.viol <= st.viol_tol, Status.CONVERGED,
+                         jnp.where(st.since >= self.patience, Status.STALLED, RUNNING))
+
+    def tighten(self, pb, st: ALFPGMState):
+        return st._replace(viol_tol=st.viol_tol / 10.0, since=jnp.zeros_like(st.since))
 
     # ------------------------------------------------------------------ results
-    def finalize(self, pb, st):
-        alpha, G, y = st["alpha"], st["G"], pb.y
+    def finalize(self, pb, st: ALFPGMState) -> Iterate:
+        alpha, G, y = st.alpha, st.G, pb.y
         rho = calculate_rho(y, alpha, G, pb.cs)
         if pb.kernel is None:  # linear kernel: the primal w exists
             w = pb.op.rmatvec(alpha * y)
         else:  # kernel model: w lives in feature space; zero-length placeholder
             w = jnp.zeros((0,), pb.dtype)
-        c = st["cache"]
-        extras = {"alpha": alpha, "rho": rho, "violation": st["viol"], "cache_hits": c.hits,
+        c = st.cache
+        extras = {"rho": rho, "violation": st.viol, "cache_hits": c.hits,
                   "cache_misses": c.misses, "cache_rows": jnp.asarray(c.rows.shape[0]),
-                  "inner_iterations": st["inner"], "resets": st["resets"], "smo_steps": st["smo"]}
-        return w, -rho, alpha, extras
+                  "inner_iterations": st.inner, "resets": st.resets, "smo_steps": st.smo}
+        return Iterate(w, -rho, alpha, extras)
 
-    def summarize(self, pb, st, k, code):
+    def own_objectives(self, pb) -> bool:
+        return True
+
+    def objectives(self, pb, st: ALFPGMState, it: Iterate):
         """Objectives from alpha and the maintained gradient (no kernel pass)."""
-        w, b, alpha, extras = self.finalize(pb, st)
-        G, y = st["G"], pb.y
+        G, y, alpha = st.G, pb.y, it.alpha
         quad = jnp.vdot(alpha, G + 1.0)  # alpha^T Q alpha, since G = Q alpha - e
         dual = jnp.sum(alpha) - 0.5 * quad
-        margin = G + 1.0 + y * b  # y_i f(x_i) = (Q alpha)_i + y_i b
+        margin = G + 1.0 + y * it.b  # y_i f(x_i) = (Q alpha)_i + y_i b
         primal = 0.5 * quad + jnp.sum(pb.cs * pb.loss.value(margin))
-        status = jnp.where(code == RUNNING, Status.MAX_ITER, code)
-        finite = jnp.isfinite(primal) & jnp.isfinite(dual) & jnp.isfinite(b)
-        status = jnp.where(finite, status, Status.NONFINITE)
-        return dict(w=w, b=b, primal=primal, dual=dual, gap=primal - dual, status=status.astype(jnp.int32),
-                    iterations=k, extras=extras)
+        return primal, dual, alpha
+
+    def carry(self, pb, st: ALFPGMState) -> Start:
+        aux = dict(G=st.G, count=st.count, frozen=st.frozen, viol_tol=st.viol_tol)
+        return Start(jnp.zeros((pb.d,), pb.dtype), jnp.zeros((), pb.dtype), st.alpha,
+                     jnp.asarray(DUAL, jnp.int32), aux)
 
 
 # ---------------------------------------------------------------------- pieces
@@ -306,11 +356,21 @@ def _kernel(pb: Problem):
 
 def _dense_rows(pb: Problem):
     """X as a dense (n, d) array (a sparse operator is scattered once)."""
-    op = pb.op
-    if isinstance(op, DenseOperator):
-        return op.X
-    n, d = op.shape
-    return jnp.zeros((n, d), op.dtype).at[op.row_ids, op.indices].add(op.data)
+    return pb.op.dense()
+
+
+def _kernel_matvec(kern, X, v, col_block, row_block):
+    """K(X, X) v in blocks of ``row_block`` rows (memory row_block x n)."""
+    n = X.shape[0]
+    nb = -(-n // row_block)
+
+    def body(i, out):
+        s = jnp.minimum(i * row_block, n - row_block) if n >= row_block else 0
+        idx = s + jnp.arange(min(row_block, n))
+        rows = kernel_rows(kern, X, idx, block=col_block).astype(v.dtype)
+        return out.at[idx].set(rows @ v)
+
+    return lax.fori_loop(0, nb, body, jnp.zeros((n,), v.dtype))
 
 
 def _index_sets(y, alpha, cs):

@@ -16,69 +16,100 @@ Cost of an inexact iteration: X^T r and X g for the step, X^T(alpha y) for the
 duality gap used to stop: three matvecs, as in the paper. f is updated in place
 (f -= s X g), never recomputed.
 
+Regularizer: with R(w) = c/2 ||w||^2 (l2) step 2 is the exact line search above; any other
+regularizer with a prox (l1, elastic net, a custom one) takes a proximal gradient step on G
+with step 1/L, L = lambda_max([X 1]^T [X 1]) by power iteration.
+
 Stopping (``criterion``):
   "gap"  (default) relative duality gap (P - D)/|P| <= tol, with alpha = -y lam (hinge)
          or -C s l'(margin) (differentiable losses) as the dual point, projected to be
          feasible. Certifies the answer; works for p = 1.
-  "grad" LIBLINEAR's rule ||grad P|| <= tol * ||grad P(0)|| (paper default tol = 0.01);
-         needs a differentiable loss (p > 1).
+  "grad" LIBLINEAR's rule ||grad P|| <= grad_tol * ||grad P(0)|| (paper default 0.01);
+         needs a differentiable loss (p > 1). The driver then certifies the gap; when
+         it is above tol, grad_tol is divided by 10 and the run goes on.
 plus the objective-change safeguard: no relative improvement above ``obj_tol`` in
 ``patience`` iterations stops with status STALLED.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from ..problem import Problem, dual_objective, primal_objective, project_dual
+from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual
 from ..result import Status
-from ._base import Method, require, stall_update
+from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
+    stall_update, static
 
 __all__ = ["ALM", "alm"]
 
 
+class ALMState(NamedTuple):
+    w: Any
+    b: Any
+    f: Any  # X w + b, updated in place
+    lam: Any  # multipliers (eq. 9)
+    mu: Any
+    mu_cap: Any
+    crit: Any  # the criterion's value at the last step
+    grad_tol: Any  # the "grad" criterion's tolerance (tightened by the driver's certificate)
+    best: Any
+    since: Any
+    g0: Any
+    colsq: Any  # diag(X^T X) for the Jacobi step (None without)
+    lip: Any  # lambda_max([X 1]^T [X 1]) for the prox step of non-quadratic regularizers (None for l2)
+
+
 @dataclasses.dataclass(frozen=True)
 class ALM(Method):
-    """SVM-ALM. Parameters (defaults chosen on a9a / ijcnn1, see docs):
+    """SVM-ALM. Structure (static): ``variant``, ``criterion``, ``precondition``. Runtime numbers:
 
     variant     "inexact" (Algorithm 2, default) or "exact" (Algorithm 1, CG per iteration)
     mu0         initial penalty, relative to the data: mu_1 = mu0 / (C * mean ||x_i||^2)
     rho         growth factor of mu per iteration (>= 1; 1 keeps mu fixed)
     mu_max      cap of mu, relative like mu0
-    criterion   "gap" or "grad" (see module doc); tol its tolerance
+    criterion   "gap" (certificate in the loop) or "grad" (LIBLINEAR's rule, then certified)
+    tol         relative duality gap to certify; grad_tol the "grad" rule's tolerance
     obj_tol, patience   the objective-change safeguard
     cg_iters, cg_tol    inner CG of the exact variant
     precondition        scale the inexact step (and CG) by the diagonal of the (w, b) Hessian,
                         diag(X^T X) + 1/mu and n (Jacobi); the exact line search along the
-                        scaled direction keeps eq. 18's role. Off (default) = the paper's plain
-                        gradient: on a9a squared hinge Jacobi is 3x faster to a 1e-4 gap but
-                        stalls in the tail (5000 iterations short of 1e-5, plain needs 1566).
+                        scaled direction keeps eq. 18's role. Off by default (bench/README.md
+                        has the measurements).
+    power_iters         power iterations for L of the prox step (non-quadratic regularizers)
     """
 
-    variant: str = "inexact"
+    variant: str = static("inexact")
     mu0: float = 1.0
     rho: float = 1.0
     mu_max: float = 1e6
 
-    criterion: str = "gap"
+    criterion: str = static("gap")
     tol: float = 1e-3
+    grad_tol: float = 1e-2
     obj_tol: float = 1e-10
     patience: int = 1000
     cg_iters: int = 20
     cg_tol: float = 1e-6
-    precondition: bool = False
+    precondition: bool = static(False)
+    power_iters: int = static(20)
 
     name = "alm"
 
     def validate(self, pb: Problem) -> None:
-        require(pb.reg.name == "l2", f"alm solves l2-regularized problems only, got reg={pb.reg!r}; "
-                                     "use method=nesvm for l1 / smoothed l1 / elastic net")
+        require(pb.reg.has_conjugate or self.criterion == "grad",
+                f"alm's gap criterion needs the regularizer's conjugate; {pb.reg!r} has none")
         pb.loss.prox(jnp.zeros(1), 1.0)  # raises MissingCapability naming 'prox'
+        pb.reg.prox(jnp.zeros(1), 1.0)
+        require(pb.kernel is None, "alm is a linear solver; for a kernel use method=alfpgm or nesvm")
         if self.variant not in ("inexact", "exact"):
             raise ValueError(f"alm variant must be 'inexact' or 'exact', got {self.variant!r}")
+        if self.variant == "exact":
+            require(pb.reg.quadratic is not None,
+                    f"alm variant='exact' solves the (w, b) step as a linear system: it needs an l2-type "
+                    f"regularizer, got {pb.reg!r}; use variant='inexact' (proximal step)")
         if self.criterion not in ("gap", "grad"):
             raise ValueError(f"alm criterion must be 'gap' or 'grad', got {self.criterion!r}")
         if self.criterion == "gap":
@@ -86,104 +117,165 @@ class ALM(Method):
         else:
             require(pb.loss.is_differentiable,
                     f"criterion='grad' needs a differentiable loss; {pb.loss!r} is not, use criterion='gap'")
-        if not self.rho >= 1.0:
+            require(pb.reg.is_smooth, f"criterion='grad' needs a differentiable regularizer, got {pb.reg!r}")
+        check_positive(self, "mu0", "mu_max", "grad_tol", "cg_tol")
+        check_positive(self, "patience", "cg_iters", integer=True)
+        check_positive(self, "obj_tol", allow_zero=True)
+        rho = concrete(self.rho)
+        if rho is not None and not rho >= 1.0:
             raise ValueError(f"alm needs a non-decreasing penalty schedule (rho >= 1), got rho={self.rho}")
 
     def default_max_iter(self, pb) -> int:
         return 5000
 
-    # -- state: w, b, f = Xw + b, lam, mu, e, criterion value, safeguard counters, grad0
-    def init(self, pb: Problem):
+    def aux_template(self, pb):
+        return jnp.zeros((), pb.dtype)  # mu, to resume a growing penalty exactly
+
+    # -- state
+    def init(self, pb: Problem, start: Start) -> ALMState:
         dt = pb.dtype
-        w = jnp.zeros((pb.d,), dt)
-        b = jnp.zeros((), dt)
-        f = jnp.zeros((pb.n,), dt)
-        scale = pb.C * jnp.mean(pb.op.row_sq_norms()) + jnp.finfo(dt).tiny
+        zero_w, zero_b = jnp.zeros((pb.d,), dt), jnp.zeros((), dt)
+        w, b = start_or(start, PRIMAL, (start.w, start.b), (zero_w, zero_b))
+        if not pb.fit_intercept:
+            b = zero_b
+        f = pb.op.matvec(w) + b
+        scale = pb.C * live_mean(pb, pb.op.row_sq_norms()) + jnp.finfo(dt).tiny
         mu = jnp.asarray(self.mu0, dt) / scale
-        lam = jnp.zeros((pb.n,), dt)
-        g0 = _grad_norm(pb, w, b, f) if self.criterion == "grad" else jnp.ones((), dt)
+        mu = start_or(start, RESUME, start.aux, mu)
+        # multipliers from a dual start: alpha = -y lam (eq. 26); from a primal one the
+        # dual candidate -C s l'(margin) (the optimality relation), else 0
+        lam_primal = pb.y * pb.cs * pb.loss.derivative(pb.y * f) if pb.loss.is_differentiable else \
+            -pb.y * jnp.where(pb.y * f < 1.0, pb.cs, 0.0)
+        lam = start_or(start, DUAL, -pb.y * start.alpha, start_or(start, PRIMAL, lam_primal, jnp.zeros_like(f)))
+        g0 = _grad_norm(pb, zero_w, zero_b, jnp.zeros_like(f)) if self.criterion == "grad" else jnp.ones((), dt)
         inf = jnp.asarray(jnp.inf, dt)
         colsq = pb.op.col_sq_norms() if self.precondition else None
-        return dict(w=w, b=b, f=f, lam=lam, mu=mu, mu_cap=jnp.asarray(self.mu_max, dt) / scale,
-                    e=jnp.zeros((pb.n,), dt), crit=inf, best=inf, since=jnp.asarray(0), g0=g0, colsq=colsq)
+        lip = None if pb.reg.quadratic is not None else _lambda_max(pb, self.power_iters)
+        return ALMState(w=w, b=b, f=f, lam=lam, mu=mu, mu_cap=jnp.asarray(self.mu_max, dt) / scale, crit=inf,
+                        grad_tol=jnp.asarray(self.grad_tol, dt), best=inf, since=jnp.asarray(0, jnp.int32),
+                        g0=g0, colsq=colsq, lip=lip)
 
-    def step(self, pb: Problem, st):
-        op, y, mu = pb.op, pb.y, st["mu"]
+    def step(self, pb: Problem, st: ALMState) -> ALMState:
+        y, mu = pb.y, st.mu
         # 1. e-update via the loss's prox in the margin m = 1 - y e (eq. 10-13)
-        t = y - st["f"] - st["lam"] / mu
+        t = y - st.f - st.lam / mu
         m = pb.loss.prox(1.0 - y * t, pb.cs / mu)
         e = y * (1.0 - m)
-        # 2. (w, b)-update on G(w, b) = 1/(2 mu) ||w||^2 + 1/2 ||X w + b - z||^2 (eq. 14, scaled)
-        z = y - e - st["lam"] / mu
-        pre = _jacobi(pb, st["colsq"], mu) if self.precondition else None
-        if self.variant == "inexact":
-            w, b, f = _gradient_step(pb, st["w"], st["b"], st["f"], z, mu, pre)
+        # 2. (w, b)-update on G(w, b) = R(w)/mu + 1/2 ||X w + b - z||^2 (eq. 14, scaled)
+        z = y - e - st.lam / mu
+        if pb.reg.quadratic is None:
+            w, b, f = _prox_step(pb, st.w, st.b, st.f, z, mu, st.lip)
+        elif self.variant == "inexact":
+            pre = _jacobi(pb, st.colsq, mu) if self.precondition else None
+            w, b, f = _gradient_step(pb, st.w, st.b, st.f, z, mu, pre)
         else:
-            w, b, f = _cg_solve(pb, st["w"], st["b"], z, mu, self.cg_iters, self.cg_tol, pre)
+            pre = _jacobi(pb, st.colsq, mu) if self.precondition else None
+            w, b, f = _cg_solve(pb, st.w, st.b, z, mu, self.cg_iters, self.cg_tol, pre)
         # 3. multipliers (eq. 9)
-        lam = st["lam"] + mu * (f - y + e)
+        lam = st.lam + mu * (f - y + e)
         # 4. stopping quantities
         primal = primal_objective(pb, w, b, f)
         if self.criterion == "gap":
-            # the dual point: -l'(margin) for differentiable losses (exact at the optimum and
-            # as accurate as the primal), the multipliers for the hinge (eq. 26: alpha = -y lam)
-            if pb.loss.is_differentiable:
-                alpha = -pb.cs * pb.loss.derivative(y * f)
-            else:
-                alpha = -y * lam
-            dual, _ = dual_objective(pb, project_dual(pb, alpha))
+            dual, _ = dual_objective(pb, project_dual(pb, _dual_point(pb, f, lam)))
             crit = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(primal.dtype).tiny)
         else:
-            crit = _grad_norm(pb, w, b, f) / st["g0"]
-        best, since = stall_update(st["best"], st["since"], primal, self.obj_tol)
-        mu = jnp.minimum(mu * self.rho, st["mu_cap"])
-        return dict(st, w=w, b=b, f=f, lam=lam, mu=mu, e=e, crit=crit, best=best, since=since)
+            crit = _grad_norm(pb, w, b, f) / st.g0
+        best, since = stall_update(st.best, st.since, primal, self.obj_tol)
+        mu = jnp.minimum(mu * self.rho, st.mu_cap)
+        return st._replace(w=w, b=b, f=f, lam=lam, mu=mu, crit=crit, best=best, since=since)
 
-    def check(self, pb, st):
-        return jnp.where(st["crit"] <= self.tol, Status.CONVERGED,
-                         jnp.where(st["since"] >= self.patience, Status.STALLED, -1))
+    def check(self, pb, st: ALMState):
+        tol = self.tol if self.criterion == "gap" else st.grad_tol
+        return jnp.where(st.crit <= tol, Status.CONVERGED,
+                         jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
-    def finalize(self, pb, st):
-        return st["w"], st["b"], -pb.y * st["lam"], {"mu": st["mu"], "criterion": st["crit"]}
+    def tighten(self, pb, st: ALMState):
+        if self.criterion == "gap":
+            return None  # the loop's criterion is the certificate itself
+        return st._replace(grad_tol=st.grad_tol / 10.0, crit=jnp.asarray(jnp.inf, st.crit.dtype))
+
+    def finalize(self, pb, st: ALMState) -> Iterate:
+        return Iterate(st.w, st.b, -pb.y * st.lam, {"mu": st.mu, "criterion": st.crit})
+
+    def carry(self, pb, st: ALMState) -> Start:
+        return Start(st.w, st.b, -pb.y * st.lam, jnp.asarray(PRIMAL | DUAL, jnp.int32), st.mu)
+
+
+def _dual_point(pb: Problem, f, lam):
+    """-C s l'(margin) for differentiable losses (exact at the optimum and as accurate as the
+    primal), the multipliers for the hinge (eq. 26: alpha = -y lam)."""
+    if pb.loss.is_differentiable:
+        return -pb.cs * pb.loss.derivative(pb.y * f)
+    return -pb.y * lam
 
 
 def _grad_norm(pb: Problem, w, b, f):
     u = pb.cs * pb.y * pb.loss.derivative(pb.y * f)
-    gw = w + pb.op.rmatvec(u)
+    gw = pb.reg.grad(w) + pb.op.rmatvec(u)
     gb = jnp.sum(u) if pb.fit_intercept else 0.0
     return jnp.sqrt(jnp.vdot(gw, gw) + gb * gb)
 
 
+def _lambda_max(pb: Problem, iters):
+    """lambda_max([X 1]^T [X 1]) (the 1 only with a free intercept) by power iteration, x1.05."""
+    fb = 1.0 if pb.fit_intercept else 0.0
+    live = (pb.s > 0).astype(pb.dtype)
+
+    def apply(v):
+        q = live * (pb.op.matvec(v[:-1]) + fb * v[-1])
+        return jnp.concatenate([pb.op.rmatvec(q), (fb * jnp.sum(q))[None]])
+
+    v = 1.5 + jnp.cos(0.7071 * jnp.arange(pb.d + 1, dtype=pb.dtype))
+    v = jax.lax.fori_loop(0, iters, lambda _, v: (lambda u: u / jnp.maximum(jnp.linalg.norm(u), 1e-30))(apply(v)),
+                          v / jnp.linalg.norm(v))
+    return 1.05 * jnp.vdot(v, apply(v)) + jnp.finfo(pb.dtype).tiny
+
+
+def _prox_step(pb: Problem, w, b, f, z, mu, lip):
+    """Proximal gradient step on G = R(w)/mu + 1/2 ||X w + b - z||^2, step 1/L."""
+    r = (f - z) * (pb.s > 0)
+    gw = pb.op.rmatvec(r)
+    gb = jnp.sum(r) if pb.fit_intercept else jnp.zeros((), w.dtype)
+    w_new = pb.reg.prox(w - gw / lip, 1.0 / (mu * lip))
+    b_new = b - gb / lip
+    return w_new, b_new, f + pb.op.matvec(w_new - w) + (b_new - b)
+
+
 def _jacobi(pb: Problem, colsq, mu):
-    """Inverse diagonal of the Hessian of G: 1 / (||X_:j||^2 + 1/mu) for w, 1/n for b."""
-    return 1.0 / (colsq + 1.0 / mu), 1.0 / pb.n
+    """Inverse diagonal of the Hessian of G: 1 / (||X_:j||^2 + c/mu) for w, 1/n for b."""
+    c = pb.reg.quadratic
+    return 1.0 / (colsq + c / mu), 1.0 / jnp.maximum(jnp.sum(pb.s > 0), 1)
 
 
 def _gradient_step(pb: Problem, w, b, f, z, mu, pre=None):
     """One (preconditioned) descent step on G with the exact minimiser along it (eq. 16-18)."""
-    r = f - z
-    gw = pb.op.rmatvec(r) + w / mu
+    c = pb.reg.quadratic
+    live = pb.s > 0
+    r = jnp.where(live, f - z, 0.0)  # zero-weight (padding) rows take no part
+    gw = pb.op.rmatvec(r) + c * w / mu
     gb = jnp.sum(r) if pb.fit_intercept else jnp.zeros((), w.dtype)
     dw, db = (gw, gb) if pre is None else (pre[0] * gw, pre[1] * gb)
     q = pb.op.matvec(dw) + db  # X d_w + 1 d_b
     num = jnp.vdot(gw, dw) + gb * db
-    den = jnp.vdot(q, q) + jnp.vdot(dw, dw) / mu
+    den = jnp.vdot(jnp.where(live, q, 0.0), q) + c * jnp.vdot(dw, dw) / mu
     s = jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)  # eq. 18 along d
     return w - s * dw, b - s * db, f - s * q
 
 
 def _cg_solve(pb: Problem, w, b, z, mu, iters, tol, pre=None):
-    """Exact variant: (X^T X + I/mu) w + X^T 1 b = X^T z,  1^T X w + n b = 1^T z by CG (eq. 15)."""
-    op = pb.op
+    """Exact variant: (X^T X + c I/mu) w + X^T 1 b = X^T z,  1^T X w + n b = 1^T z by CG (eq. 15)."""
+    op, c = pb.op, pb.reg.quadratic
+    live = (pb.s > 0).astype(w.dtype)
 
     def A(v):
         vw, vb = v
-        q = op.matvec(vw) + (vb if pb.fit_intercept else 0.0)
-        aw = op.rmatvec(q) + vw / mu
+        q = live * (op.matvec(vw) + (vb if pb.fit_intercept else 0.0))
+        aw = op.rmatvec(q) + c * vw / mu
         ab = jnp.sum(q) if pb.fit_intercept else jnp.zeros((), vw.dtype)
         return aw, ab
 
-    rhs = (op.rmatvec(z), jnp.sum(z) if pb.fit_intercept else jnp.zeros((), w.dtype))
+    zl = live * z
+    rhs = (op.rmatvec(zl), jnp.sum(zl) if pb.fit_intercept else jnp.zeros((), w.dtype))
     M = None if pre is None else (lambda v: (pre[0] * v[0], pre[1] * v[1]))
     (w, b), _ = jax.scipy.sparse.linalg.cg(A, rhs, x0=(w, b), tol=tol, maxiter=iters, M=M)
     return w, b, op.matvec(w) + b

@@ -20,17 +20,20 @@ One iteration (one driver ``step``):
          H = G G^T,  w = G^T alpha
      by a small dense active-set method (Newton steps on the face of the simplex
      {alpha, alpha_0 = C_p - sum alpha >= 0}, each followed by an SMO pair step, see
-     ``_qp``) until the QP duality gap  alpha^T grad - C_p min(0, min grad) <= qp_tol tol C_p;
+     ``_qp``) until the QP duality gap  alpha^T grad - C_p min(0, min grad) <= qp_tol eps C_p;
   3. recover w = G^T alpha and xi = max(0, max_{c in W} delta_c - w . g_c);
   4. separation oracle at w (one fused pass over X, O(sn)): c_i = 1 iff y_i w.x_i < 1;
      the loss L(w) = delta_c - w . g_c is the weighted mean hinge loss of w;
-  5. stop (status CONVERGED) when L(w) <= xi + tol (line 9 of Algorithm 1).
+  5. stop when L(w) <= xi + eps (line 9 of Algorithm 1).
 
-``tol`` is the paper's epsilon (default 0.001): a bound on the *training loss*, not on the
-objective. At the stop (w, xi + tol) is feasible for OP2, so with the QP gap g_QP
-    P(w) - P* <= C_p tol + g_QP <= (1 + qp_tol) C S tol,
-a relative error of at most (1 + qp_tol) tol C S / P* on the objective (unless an inner QP
-hit its cap: extras["qp_capped"] > 0). E.g. a9a, C = 1: tol = 1e-3 gives <= 0.3 %.
+``eps`` is the paper's epsilon (default 0.001): a bound on the *training loss*, not on the
+objective. At the stop (w, xi + eps) is feasible for OP2, so with the QP gap g_QP
+    P(w) - P* <= C_p eps + g_QP <= (1 + qp_tol) C S eps,
+a relative error of at most (1 + qp_tol) eps C S / P* (e.g. a9a, C = 1: eps = 1e-3 gives
+<= 0.3 %). The status contract asks more: when line 9 holds the driver computes the relative
+duality gap (P(w) - D)/P(w) with D the working-set dual D_W below (or the dual of -l'(margin),
+whichever is larger); at most ``tol`` (1e-3): CONVERGED, otherwise ``tighten`` divides eps by
+10 and the cuts go on. For ordinal regression the same holds with OP4's objective.
 
 Intercept: the cutting plane has no free (unregularized) b. With ``fit_intercept=True``
 (the ``solve`` default) ``validate`` raises MissingCapability pointing to
@@ -76,10 +79,45 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .. import driver
+from typing import Any, NamedTuple
+
 from ..problem import Problem
 from ..result import Status
-from ._base import Method, require, stall_update
+from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, stall_update, start_or, static
+
+RUNNING = -1
+
+
+class CPState(NamedTuple):
+    G: Any  # working set: condensed cuts (K, d), their offsets, Gram matrix, QP dual
+    delta: Any
+    H: Any
+    alpha: Any
+    active: Any
+    idle: Any
+    w: Any
+    xi: Any
+    g_new: Any  # the pending most violated cut
+    delta_new: Any
+    loss: Any
+    scale: Any
+    best_w: Any
+    best: Any
+    best_loss: Any
+    since: Any
+    it: Any
+    qp_iters: Any
+    qp_capped: Any
+    merges: Any
+    trace_xi: Any
+    trace_loss: Any
+    trace_ws: Any
+    trace_qp: Any
+    eps: Any  # line 9's epsilon (tightened by the driver's certificate)
+
+
+_RESUMED = ("G", "delta", "H", "alpha", "active", "idle", "w", "xi", "g_new", "delta_new", "loss", "best_w", "best",
+            "best_loss", "eps")
 
 __all__ = ["CuttingPlane", "cutting_plane", "most_violated_ordinal"]
 
@@ -88,11 +126,12 @@ __all__ = ["CuttingPlane", "cutting_plane", "most_violated_ordinal"]
 class CuttingPlane(Method):
     """SVMperf's cutting-plane method. Parameters (paper defaults where it has one):
 
-    tol              the paper's epsilon: stop when the most violated constraint is violated by
-                     <= tol beyond xi; a bound on the (weighted) mean training hinge loss (0.001)
+    tol              relative duality gap certified at the end (0.001)
+    eps              the paper's epsilon: stop when the most violated constraint is violated by
+                     <= eps beyond xi; a bound on the (weighted) mean training hinge loss (0.001)
     max_constraints  working-set buffer size K (slots; memory K x d)
     inactive_limit   drop a constraint whose alpha stayed 0 this many iterations (SVMperf: 50)
-    qp_tol           inner QP stops at duality gap <= qp_tol * tol * C_p
+    qp_tol           inner QP stops at duality gap <= qp_tol * eps * C_p
     qp_max_iter      cap on inner QP iterations per QP (extras["qp_capped"] counts QPs that hit it)
     patience         STALLED after this many iterations without a lower primal objective
     trace_len        length of the per-iteration trace arrays in extras
@@ -101,21 +140,25 @@ class CuttingPlane(Method):
     """
 
     tol: float = 1e-3
-    max_constraints: int = 100
+    eps: float = 1e-3
+    max_constraints: int = static(100)
     inactive_limit: int = 50
     qp_tol: float = 0.1
     qp_max_iter: int = 1000
     patience: int = 200
-    trace_len: int = 1000
-    task: str = "classification"
-    n_ranks: int = 0
+    trace_len: int = static(1000)
+    task: str = static("classification")
+    n_ranks: int = static(0)
 
     name = "cutting_plane"
+    certify_every = 1  # the gap costs little next to an iteration: check it often
 
     def validate(self, pb: Problem) -> None:
         require(pb.kernel is None, "cutting_plane is a linear method; for kernels use method=alfpgm or nesvm")
-        require(pb.loss.name == "hinge", f"cutting_plane solves the hinge loss (OP2) only, got loss={pb.loss!r}")
-        require(pb.reg.name == "l2", f"cutting_plane solves l2-regularized problems only, got reg={pb.reg!r}")
+        lower, upper, quad = pb.loss.box_diagonal()
+        require(lower == 0 and upper == 1 and float(quad) == 0.0,
+                f"cutting_plane solves the hinge loss (OP2) only, got loss={pb.loss!r}")
+        require(pb.reg.is_l2, f"cutting_plane solves l2-regularized problems only, got reg={pb.reg!r}")
         require(not pb.fit_intercept,
                 "cutting_plane cannot fit a free (unregularized) intercept: the 1-slack cutting plane models b "
                 "as a constant feature (Joachims 2006, Sec. 2.1), so b is regularized. Pass intercept_scaling=1.0 "
@@ -124,41 +167,50 @@ class CuttingPlane(Method):
             raise ValueError(f"cutting_plane task must be 'classification' or 'ordinal', got {self.task!r}")
         if self.task == "ordinal" and self.n_ranks < 2:
             raise ValueError("task='ordinal' needs n_ranks >= 2; use svmopt.ranking.solve_ordinal")
-        if not self.tol > 0:
-            raise ValueError(f"cutting_plane needs tol (epsilon) > 0, got {self.tol}")
+        check_positive(self, "eps", "qp_tol")
+        check_positive(self, "inactive_limit", "qp_max_iter", "patience", integer=True)
         if not (isinstance(self.max_constraints, int) and self.max_constraints >= 2):
             raise ValueError(f"max_constraints must be an integer >= 2, got {self.max_constraints!r}")
-        if not (isinstance(self.inactive_limit, int) and self.inactive_limit >= 1):
-            raise ValueError(f"inactive_limit must be an integer >= 1, got {self.inactive_limit!r}")
-        if not (self.qp_tol > 0 and self.qp_max_iter >= 1 and self.trace_len >= 0):
-            raise ValueError("qp_tol must be > 0, qp_max_iter >= 1 and trace_len >= 0")
+        if not (isinstance(self.trace_len, int) and self.trace_len >= 0):
+            raise ValueError("trace_len must be an integer >= 0")
 
     def default_max_iter(self, pb) -> int:
         return 2000
 
+    def aux_template(self, pb):
+        dt, K, d = pb.dtype, self.max_constraints, pb.d
+        z = jnp.zeros((), dt)
+        return dict(G=jnp.zeros((K, d), dt), delta=jnp.zeros((K,), dt), H=jnp.zeros((K, K), dt),
+                    alpha=jnp.zeros((K,), dt), active=jnp.zeros((K,), bool), idle=jnp.zeros((K,), jnp.int32),
+                    w=jnp.zeros((d,), dt), xi=z, g_new=jnp.zeros((d,), dt), delta_new=z, loss=z,
+                    best_w=jnp.zeros((d,), dt), best=z, best_loss=z, eps=z)
+
     # -- state: working set (G, delta, H, alpha, active, idle), iterate, pending cut, traces
-    def init(self, pb: Problem):
+    def init(self, pb: Problem, start: Start) -> CPState:
         dt, K, d, T = pb.dtype, self.max_constraints, pb.d, self.trace_len
-        w = jnp.zeros((d,), dt)
+        w = start_or(start, PRIMAL, start.w, jnp.zeros((d,), dt))  # the first cut is taken at w
         scale = _scale(self, pb)
         g, delta = _oracle(self, pb, w, scale)
         inf = jnp.asarray(jnp.inf, dt)
         nan_t = jnp.full((T,), jnp.nan, dt)
-        return dict(
+        st = CPState(
             G=jnp.zeros((K, d), dt), delta=jnp.zeros((K,), dt), H=jnp.zeros((K, K), dt),
             alpha=jnp.zeros((K,), dt), active=jnp.zeros((K,), bool), idle=jnp.zeros((K,), jnp.int32),
             w=w, xi=jnp.zeros((), dt), g_new=g, delta_new=delta, loss=delta - jnp.vdot(w, g),
-            scale=scale, best_w=w, best=inf, best_loss=delta, since=jnp.asarray(0), it=jnp.asarray(0),
-            qp_iters=jnp.asarray(0), qp_capped=jnp.asarray(0), merges=jnp.asarray(0),
-            trace_xi=nan_t, trace_loss=nan_t, trace_ws=jnp.full((T,), -1, jnp.int32),
-            trace_qp=jnp.full((T,), -1, jnp.int32))
+            scale=scale, best_w=w, best=inf, best_loss=delta, since=jnp.asarray(0, jnp.int32),
+            it=jnp.asarray(0, jnp.int32), qp_iters=jnp.asarray(0, jnp.int32), qp_capped=jnp.asarray(0, jnp.int32),
+            merges=jnp.asarray(0, jnp.int32), trace_xi=nan_t, trace_loss=nan_t,
+            trace_ws=jnp.full((T,), -1, jnp.int32), trace_qp=jnp.full((T,), -1, jnp.int32),
+            eps=jnp.asarray(self.eps, dt))
+        resume = (start.level & RESUME) != 0
+        return st._replace(**{k: jnp.where(resume, start.aux[k], getattr(st, k)) for k in _RESUMED})
 
-    def step(self, pb: Problem, st):
-        Cp = pb.C * st["scale"]
+    def step(self, pb: Problem, st: CPState) -> CPState:
+        Cp = pb.C * st.scale
         # 1. add the pending cut (found at the current w) to the working set
-        G, delta, H, alpha, active, idle, merged = _insert(st, st["g_new"], st["delta_new"])
+        G, delta, H, alpha, active, idle, merged = _insert(st._asdict(), st.g_new, st.delta_new)
         # 2. the dual over W (OP3), warm-started from the previous alpha
-        qp_gap_tol = self.qp_tol * self.tol * Cp
+        qp_gap_tol = self.qp_tol * st.eps * Cp
         alpha, qp_k = _qp(H, delta, alpha, active, Cp, qp_gap_tol, self.qp_max_iter)
         # drop constraints inactive for inactive_limit iterations (SVMperf)
         idle = jnp.where(alpha > 0, 0, idle + 1)
@@ -168,52 +220,64 @@ class CuttingPlane(Method):
         w = alpha @ G
         xi = jnp.maximum(jnp.max(jnp.where(active, delta - G @ w, -jnp.inf)), 0.0)
         # 4. separation oracle at the new w; its loss L(w) = delta_c - w.g_c (Theorem 1 / 5)
-        g, dnew = _oracle(self, pb, w, st["scale"])
+        g, dnew = _oracle(self, pb, w, st.scale)
         loss = dnew - jnp.vdot(w, g)
         primal = 0.5 * jnp.vdot(w, w) + Cp * loss
-        take = primal < st["best"]
-        best, since = stall_update(st["best"], st["since"], primal, 0.0)
-        it = st["it"]
+        take = primal < st.best
+        best, since = stall_update(st.best, st.since, primal, 0.0)
+        it = st.it
         tr = lambda a, v: a.at[it].set(v, mode="drop")  # noqa: E731  (first trace_len iterations)
-        return dict(
-            st, G=G, delta=delta, H=H, alpha=alpha, active=active, idle=idle, w=w, xi=xi, g_new=g,
-            delta_new=dnew, loss=loss, best_w=jnp.where(take, w, st["best_w"]),
-            best_loss=jnp.where(take, loss, st["best_loss"]), best=best, since=since, it=it + 1,
-            qp_iters=st["qp_iters"] + qp_k, qp_capped=st["qp_capped"] + (qp_k >= self.qp_max_iter),
-            merges=st["merges"] + merged,
-            trace_xi=tr(st["trace_xi"], xi), trace_loss=tr(st["trace_loss"], loss),
-            trace_ws=tr(st["trace_ws"], jnp.sum(active).astype(jnp.int32)),
-            trace_qp=tr(st["trace_qp"], qp_k.astype(jnp.int32)))
+        return st._replace(
+            G=G, delta=delta, H=H, alpha=alpha, active=active, idle=idle, w=w, xi=xi, g_new=g,
+            delta_new=dnew, loss=loss, best_w=jnp.where(take, w, st.best_w),
+            best_loss=jnp.where(take, loss, st.best_loss), best=best, since=since, it=it + 1,
+            qp_iters=st.qp_iters + qp_k, qp_capped=st.qp_capped + (qp_k >= self.qp_max_iter),
+            merges=st.merges + merged,
+            trace_xi=tr(st.trace_xi, xi), trace_loss=tr(st.trace_loss, loss),
+            trace_ws=tr(st.trace_ws, jnp.sum(active).astype(jnp.int32)),
+            trace_qp=tr(st.trace_qp, qp_k.astype(jnp.int32)))
 
-    def check(self, pb, st):
+    def check(self, pb, st: CPState):
         # line 9 of Algorithm 1 / line 24 of Algorithm 2
-        return jnp.where(st["loss"] <= st["xi"] + self.tol, Status.CONVERGED,
-                         jnp.where(st["since"] >= self.patience, Status.STALLED, -1))
+        return jnp.where(st.loss <= st.xi + st.eps, Status.CONVERGED,
+                         jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
-    def finalize(self, pb, st):
+    def tighten(self, pb, st: CPState):
+        return st._replace(eps=st.eps / 10.0, since=jnp.zeros_like(st.since))
+
+    def finalize(self, pb, st: CPState) -> Iterate:
         extras = {
-            "xi": st["xi"], "loss": st["best_loss"], "working_set": jnp.sum(st["active"]),
-            "qp_iters": st["qp_iters"], "qp_capped": st["qp_capped"], "merges": st["merges"],
-            "alpha_w": st["alpha"], "trace_xi": st["trace_xi"], "trace_loss": st["trace_loss"],
-            "trace_working_set": st["trace_ws"], "trace_qp_iters": st["trace_qp"],
+            "xi": st.xi, "loss": st.best_loss, "working_set": jnp.sum(st.active),
+            "qp_iters": st.qp_iters, "qp_capped": st.qp_capped, "merges": st.merges,
+            "alpha_w": st.alpha, "trace_xi": st.trace_xi, "trace_loss": st.trace_loss,
+            "trace_working_set": st.trace_ws, "trace_qp_iters": st.trace_qp, "eps": st.eps,
         }
-        return st["best_w"], jnp.zeros((), pb.dtype), None, extras
+        return Iterate(st.best_w, jnp.zeros((), pb.dtype), None, extras)
 
-    def summarize(self, pb, st, k, code):
-        """The driver's summary, with the working-set dual D_W as the dual objective."""
-        dual_w = jnp.vdot(st["alpha"], st["delta"]) - 0.5 * jnp.vdot(st["w"], st["w"])
+    def carry(self, pb, st: CPState) -> Start:
+        aux = {k: getattr(st, k) for k in _RESUMED}
+        return Start(st.best_w, jnp.zeros((), pb.dtype), jnp.zeros((pb.n,), pb.dtype),
+                     jnp.asarray(PRIMAL, jnp.int32), aux)
+
+    def _working_set_dual(self, st: CPState):
+        return jnp.vdot(st.alpha, st.delta) - 0.5 * jnp.vdot(st.w, st.w)
+
+    def dual_bound(self, pb, st: CPState):
+        """D_W = delta^T alpha - 1/2 ||w||^2: a valid lower bound on the section-1 optimum."""
+        return self._working_set_dual(st) if self.task == "classification" else None
+
+    def own_objectives(self, pb) -> bool:
+        return self.task == "ordinal"
+
+    def start_objective(self, pb):
         if self.task == "classification":
-            out = driver.summarize(self, pb, st, k, code)
-            out["extras"].pop("alpha", None)  # the driver's -l'(margin) candidate; D_W is the dual we report
-            dual = jnp.where(jnp.isfinite(out["dual"]), jnp.maximum(out["dual"], dual_w), dual_w)
-            return dict(out, dual=dual, gap=out["primal"] - dual)
-        # ordinal: the objective is OP4's, 1/2||w||^2 + C m L(w), not the section-1 one
-        w, b, _, extras = self.finalize(pb, st)
-        primal = 0.5 * jnp.vdot(w, w) + pb.C * st["scale"] * st["best_loss"]
-        status = jnp.where(code == driver.RUNNING, Status.MAX_ITER, code)
-        status = jnp.where(jnp.all(jnp.isfinite(w)) & jnp.isfinite(primal), status, Status.NONFINITE)
-        return dict(w=w, b=b, primal=primal, dual=dual_w, gap=primal - dual_w,
-                    status=status.astype(jnp.int32), iterations=k, extras=extras)
+            return super().start_objective(pb)
+        return pb.C * _scale(self, pb)  # OP4 at w = 0: every pair has loss 1
+
+    def objectives(self, pb, st: CPState, it: Iterate):
+        """Ordinal: OP4's objective 1/2||w||^2 + C m L(w) and the working-set dual."""
+        primal = 0.5 * jnp.vdot(it.w, it.w) + pb.C * st.scale * st.best_loss
+        return primal, self._working_set_dual(st), None
 
 
 def _scale(method: CuttingPlane, pb: Problem):

@@ -53,12 +53,15 @@ intercept. Use LIBLINEAR's bias feature (``solve(..., intercept_scaling=1.0)``: 
 column is appended and b = w_last * s is regularized) or ``fit_intercept=False``; ``alm``
 fits an unregularized intercept.
 
-Defaults: tol = 0.1 on M - m (LIBLINEAR's), at most 1000 passes (``dcd_hsieh2008.txt``).
+Stopping: the pass rule is LIBLINEAR's M - m < eps (eps = 0.1 by default, its -e). When it
+holds, the driver computes the duality gap of (w, alpha) (w = sum y_i alpha_i x_i, so D(alpha)
+is exact); at most ``tol`` (relative, default 1e-3): CONVERGED, otherwise ``tighten`` divides
+eps by 10, restores every coordinate and the passes go on. At most 1000 passes by default.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,53 +70,62 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..operators import DenseOperator
-from ..problem import Problem
+from ..problem import Problem, project_dual
 from ..result import Status
-from ._base import Method, require
+from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
 
 __all__ = ["DualCD", "dual_cd"]
 
 
+class DCDState(NamedTuple):
+    w: Any
+    alpha: Any
+    table: Any  # per row: y_i x_i (W values), D_ii, L_i, U_i, 1/Qbar_ii
+    cols: Any  # sparse: padded column indices, else None
+    tail: Any  # sparse rows longer than the padding, else None
+    long: Any
+    active: Any  # not shrunk
+    Mbar: Any
+    mbar: Any
+    crit: Any  # M - m of the last pass
+    done: Any
+    n_active: Any
+    key: Any
+    eps: Any  # the pass rule's tolerance (tightened by the driver's certificate)
+    layout: Any  # block variant: the stored random layout, else None
+
+
 @dataclasses.dataclass(frozen=True)
 class DualCD(Method):
-    """Dual coordinate descent. Parameters (defaults: LIBLINEAR's where it has one):
+    """Dual coordinate descent. Structure (static): ``variant``, ``shrinking``, ``block_size``,
+    ``width``. Runtime numbers: ``tol``, ``eps``, ``seed``.
 
     variant     "serial" (Algorithm 1 + Sections 3.1-3.2, default), "online" (Algorithm 2), "block"
-    tol         eps of Section 3.2: stop when M - m < tol (LIBLINEAR: 0.1)
+    tol         relative duality gap certified at the end (default 1e-3)
+    eps         LIBLINEAR's -e: a pass stops the run when M - m < eps (0.1), then the gap is checked
     shrinking   Section 3.2 shrinking (serial and block variants)
     seed        int or ``jax.random`` key for the permutations / random indices: the same seed gives
-                the same run. Static, like every method parameter: a new seed compiles anew.
-    block_size  coordinates per step of the block variant (16: on a9a larger blocks lose more in
-                passes than they gain per pass; on ijcnn1 64 is a little faster, bench/dcd_epoch.py)
+                the same run; a new seed is a new runtime value (no recompilation)
+    block_size  coordinates per step of the block variant
     width       padded row width for sparse X (None: 1.25 x the mean row length, a multiple of 4);
                 rows longer than it stay exact, they only cost more
     """
 
-    variant: str = "serial"
-    tol: float = 0.1
-    shrinking: bool = True
+    variant: str = static("serial")
+    tol: float = 1e-3
+    eps: float = 0.1
+    shrinking: bool = static(True)
     seed: Any = 0
-    block_size: int = 16
-    width: int | None = None
+    block_size: int = static(16)
+    width: Any = static(None)
 
     name = "dual_cd"
-
-    def __post_init__(self):
-        # a jax key is not hashable: keep (impl, raw words) so the method stays a static argument
-        seed = self.seed
-        if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key) and seed.ndim == 0:
-            seed = (str(jax.random.key_impl(seed)),) + tuple(int(v) for v in np.asarray(jax.random.key_data(seed)))
-        elif isinstance(seed, (jax.Array, np.ndarray)) and seed.dtype == np.uint32 and seed.shape == (2,):
-            seed = ("threefry2x32",) + tuple(int(v) for v in np.asarray(seed))  # a raw jax.random.PRNGKey
-        elif np.ndim(seed) == 0 and np.issubdtype(np.asarray(seed).dtype, np.integer) and not isinstance(seed, bool):
-            seed = int(seed)
-        elif not (isinstance(seed, tuple) and seed and isinstance(seed[0], str)):  # (impl, words...) as stored
-            raise TypeError(f"dual_cd seed must be an int or a jax.random key, got {seed!r}")
-        object.__setattr__(self, "seed", seed)
+    certify_every = 2  # the gap costs little next to a pass: check it often
+    batchable = False  # a per-coordinate loop: batches of problems run lane by lane
 
     def validate(self, pb: Problem) -> None:
-        require(pb.reg.name == "l2", f"dual_cd solves l2-regularized problems only, got reg={pb.reg!r}; "
-                                     "use method=nesvm for l1 / smoothed l1 / elastic net")
+        require(pb.reg.is_l2, f"dual_cd solves l2-regularized problems only (R(w) = ||w||^2/2), got reg={pb.reg!r}; "
+                              "use method=alm or nesvm for l1 / elastic net")
         require(pb.kernel is None, "dual_cd is a linear solver; for a kernel use method=alfpgm or nesvm")
         require(not pb.fit_intercept,
                 "dual_cd cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
@@ -122,18 +134,42 @@ class DualCD(Method):
         pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
         if self.variant not in ("serial", "online", "block"):
             raise ValueError(f"dual_cd variant must be 'serial', 'online' or 'block', got {self.variant!r}")
-        if not self.tol > 0:
-            raise ValueError(f"dual_cd tol (eps of M - m < eps) must be > 0, got {self.tol}")
+        check_positive(self, "eps")
+        seed = self.seed
+        is_key = isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key)
+        if not is_key:
+            sv = concrete(seed)
+            if sv is not None and (isinstance(sv, bool) or np.ndim(sv) != 0
+                                   or not np.issubdtype(np.asarray(sv).dtype, np.integer)):
+                raise TypeError(f"dual_cd seed must be an int or a jax.random key, got {seed!r}")
         for field in ("block_size",) + (("width",) if self.width is not None else ()):
             v = getattr(self, field)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"dual_cd {field} must be a positive integer, got {v!r}")
 
+    def canonical(self, dtype):
+        """The seed as the raw words of its key (an int and a key of the same value share a program)."""
+        m = super().canonical(dtype)
+        seed = m.seed
+        if isinstance(seed, jax.core.Tracer):
+            return m
+        if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key):
+            return dataclasses.replace(m, seed=jax.random.key_data(seed))
+        if isinstance(seed, jax.Array) and seed.dtype == jnp.uint32 and seed.shape == (2,):
+            return m
+        return dataclasses.replace(m, seed=jax.random.key_data(jax.random.key(int(np.asarray(seed)))))
+
     def default_max_iter(self, pb) -> int:
         return 1000  # the pass cap of LIBLINEAR 1.x
 
+    def aux_template(self, pb):
+        dt = pb.dtype
+        inf = jnp.asarray(jnp.inf, dt)
+        return dict(key=jax.random.key_data(jax.random.key(0)), active=jnp.ones((pb.n,), bool), Mbar=inf, mbar=-inf,
+                    eps=jnp.zeros((), dt))
+
     # -- state: w, alpha, the static row table, the active set and LIBLINEAR's Mbar / mbar
-    def init(self, pb: Problem):
+    def init(self, pb: Problem, start: Start) -> DCDState:
         dt, n, d = pb.dtype, pb.n, pb.d
         lower, upper, quad = pb.loss.box_diagonal()
         cs = pb.cs
@@ -147,41 +183,64 @@ class DualCD(Method):
         rows = _rows(pb, self.width)
         table = jnp.concatenate([rows.pop("vals"), jnp.stack([D, lo, hi, invq], axis=1).astype(dt)], axis=1)
         inf = jnp.asarray(jnp.inf, dt)
-        st = dict(w=jnp.zeros((d,), dt), alpha=jnp.zeros((n,), dt), table=table, **rows,
-                  active=jnp.ones((n,), bool), Mbar=inf, mbar=-inf, crit=inf, done=jnp.asarray(False),
-                  n_active=jnp.asarray(n, jnp.int32), key=_key(self.seed))
+        # a warm start: the dual alpha (clipped into the box) or, from a primal w, -C s l'(margin)
+        f = pb.op.matvec(start.w)
+        from_w = project_dual(pb.replace(fit_intercept=False), -cs * pb.loss.derivative(pb.y * f))
+        alpha = start_or(start, DUAL, start.alpha, start_or(start, PRIMAL, from_w, jnp.zeros((n,), dt)))
+        alpha = jnp.where(live, jnp.clip(alpha, lo, hi), 0.0)
+        w = pb.op.rmatvec(alpha * pb.y)
+        resume = (start.level & RESUME) != 0
+        key = _key(self.seed)
+        aux = start.aux
+        key = jnp.where(resume, aux["key"], jax.random.key_data(key))
+        st = dict(w=w, alpha=alpha, table=table, **rows,
+                  active=jnp.where(resume, aux["active"], True), Mbar=jnp.where(resume, aux["Mbar"], inf),
+                  mbar=jnp.where(resume, aux["mbar"], -inf), crit=inf, done=jnp.asarray(False),
+                  n_active=jnp.asarray(n, jnp.int32), key=key,
+                  eps=jnp.where(resume, aux["eps"], jnp.asarray(self.eps, dt)), layout=None)
         if self.variant == "block":
-            key, sub = jax.random.split(st["key"])
-            st.update(key=key, layout=_layout(st, sub, self.block_size))
-        return st
+            k, sub = jax.random.split(_wrap(key))
+            st.update(key=jax.random.key_data(k), layout=_layout(st, sub, self.block_size))
+        return DCDState(**st)
 
-    def step(self, pb: Problem, st):
-        key, sub = jax.random.split(st["key"])
+    def step(self, pb: Problem, st: DCDState) -> DCDState:
+        key, sub = jax.random.split(_wrap(st.key))
+        d = st._asdict()
         if self.variant == "online":
-            w, alpha = _online_pass(pb, st, sub)
-            M, m = _exact_extremes(pb, st, w, alpha)
-            kept = st["active"]
+            w, alpha = _online_pass(pb, d, sub)
+            M, m = _exact_extremes(pb, d, w, alpha)
+            kept = st.active
         elif self.variant == "serial":
-            w, alpha, M, m, kept = _serial_pass(self, pb, st, sub)
+            w, alpha, M, m, kept = _serial_pass(self, pb, d, sub)
         else:
-            w, alpha, M, m, kept, layout = _block_pass(self, pb, st, sub)
-            st = dict(st, layout=layout)
+            w, alpha, M, m, kept, layout = _block_pass(self, pb, d, sub)
+            st = st._replace(layout=layout)
         crit = M - m
-        met = crit < self.tol
+        met = crit < st.eps
         full = jnp.all(kept)
         reset = met & ~full  # the shrunk problem is solved: restore every coordinate
         inf = jnp.asarray(jnp.inf, w.dtype)
-        return dict(st, w=w, alpha=alpha, key=key, crit=crit, done=met & full,
-                    active=kept | reset, n_active=jnp.sum(kept, dtype=jnp.int32),
-                    Mbar=jnp.where(reset | (M <= 0), inf, M),  # eq. 16
-                    mbar=jnp.where(reset | (m >= 0), -inf, m))
+        return st._replace(w=w, alpha=alpha, key=jax.random.key_data(key), crit=crit, done=met & full,
+                           active=kept | reset, n_active=jnp.sum(kept, dtype=jnp.int32),
+                           Mbar=jnp.where(reset | (M <= 0), inf, M),  # eq. 16
+                           mbar=jnp.where(reset | (m >= 0), -inf, m))
 
-    def check(self, pb, st):
-        return jnp.where(st["done"], Status.CONVERGED, -1)
+    def check(self, pb, st: DCDState):
+        return jnp.where(st.done, Status.CONVERGED, -1)
 
-    def finalize(self, pb, st):
-        return st["w"], jnp.zeros((), st["w"].dtype), st["alpha"], {"criterion": st["crit"],
-                                                                     "active": st["n_active"]}
+    def tighten(self, pb, st: DCDState):
+        inf = jnp.asarray(jnp.inf, st.w.dtype)
+        # the gap is computed from w, which drifts from X^T (alpha y) by round-off: refresh it
+        return st._replace(eps=st.eps / 10.0, done=jnp.asarray(False), active=jnp.ones_like(st.active),
+                           Mbar=inf, mbar=-inf, w=pb.op.rmatvec(st.alpha * pb.y))
+
+    def finalize(self, pb, st: DCDState) -> Iterate:
+        return Iterate(st.w, jnp.zeros((), st.w.dtype), st.alpha,
+                       {"criterion": st.crit, "active": st.n_active, "eps": st.eps})
+
+    def carry(self, pb, st: DCDState) -> Start:
+        aux = dict(key=st.key, active=st.active, Mbar=st.Mbar, mbar=st.mbar, eps=st.eps)
+        return Start(st.w, jnp.zeros((), st.w.dtype), st.alpha, jnp.asarray(PRIMAL | DUAL, jnp.int32), aux)
 
 
 # ---------------------------------------------------------------- the coordinate update (eq. 8, 9, 16)
@@ -190,6 +249,7 @@ def _update(a, G, lo, hi, invq, Mbar, mbar):
     at_lo, at_hi = a <= lo, a >= hi
     shrink = (at_lo & (G > Mbar)) | (at_hi & (G < mbar))  # eq. 16
     pg = jnp.where(at_lo, jnp.minimum(G, 0.0), jnp.where(at_hi, jnp.maximum(G, 0.0), G))  # eq. 8
+    pg = jnp.where(lo >= hi, 0.0, pg)  # a fixed variable (weight 0: L = U = 0) is optimal as it is
     # a shrunk coordinate sits at a bound with G pointing out of the box: the clip keeps it there
     return jnp.clip(a - G * invq, lo, hi), jnp.where(shrink, 0.0, pg), shrink  # eq. 9
 
@@ -513,9 +573,17 @@ def _exact_extremes(pb: Problem, st, w, alpha):
 
 
 def _key(seed):
-    if isinstance(seed, tuple):
-        return jax.random.wrap_key_data(jnp.asarray(seed[1:], jnp.uint32), impl=seed[0])
+    """A typed key from an int seed (traced or not) or a key (typed or raw uint32 words)."""
+    if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key):
+        return seed
+    if isinstance(seed, (jax.Array, np.ndarray)) and seed.dtype == np.uint32 and seed.shape == (2,):
+        return jax.random.wrap_key_data(jnp.asarray(seed))
     return jax.random.key(seed)
+
+
+def _wrap(data):
+    """Keys are carried as raw words (a uniform array leaf); typed back for jax.random."""
+    return jax.random.wrap_key_data(data)
 
 
 dual_cd = DualCD()

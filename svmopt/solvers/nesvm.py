@@ -45,20 +45,23 @@ larger L and 20-35x more iterations on heart_scale.) The result is alpha >= 0 wi
 alpha y (``summarize``). K is precomputed in blocks and carried: O(n^2) memory (plus dense
 X), refused above ``kernel_budget`` bytes (1 GiB: n <= 11585 in float64, 16384 in float32).
 
-Stopping (``criterion``), per stage (``stage_tol``, default 100 tol) and at the last stage
-(``tol``), never within the first ``min_stage_iters`` iterations of a stage (Nesterov's
-first steps from a start are short by design, so small changes there say nothing):
+Stopping (``criterion``), per stage (``stage_tol``, default 100 obj_tol) and at the last
+stage (``obj_tol``), never within the first ``min_stage_iters`` iterations of a stage
+(Nesterov's first steps from a start are short by design, so small changes there say nothing):
   "objective" (default) the paper's |F_mu(w^{k+1}) - F_mu(w^k)| < eps made RELATIVE: divided
-              by |F_mu(w^k)|. tol = 1e-7 is the paper's absolute 1e-3 at a9a's scale (F ~ 1e4).
-              Cheap but not a certificate: on a slow stretch it can stop early; the reported
-              duality gap of the original problem tells.
-  "grad"      ||grad F_mu(w^k)|| <= tol ||grad F_mu(w^0)|| (relative to the start: not for
-              a w0 that is already optimal).
-  "gap"       relative duality gap of the smoothed problem (one more X^T pass per iteration;
-              needs duals of the smoothed loss and regularizer).
+              by |F_mu(w^k)|. obj_tol = 1e-7 is the paper's absolute 1e-3 at a9a's scale.
+  "grad"      ||grad F_mu(w^k)|| <= obj_tol ||grad F_mu(w^0)||.
+  "gap"       relative duality gap of the smoothed problem <= obj_tol.
+None of these is a certificate for the problem as asked (the smoothed problem is another
+problem). So when the last stage stops, the driver computes the duality gap of the *true*
+problem (hinge, l1) at the iterate, with NESVM's u (eq. 6) as the dual point; at most ``tol``
+(default 1e-3): CONVERGED. Otherwise ``tighten`` goes on: the smoothing targets mu*, nu* are
+divided by 4 and a new stage starts from the current point (plain NESVM becomes a homotopy;
+with nothing smoothed, obj_tol is divided by 10). So a CONVERGED result is within tol of the
+optimum of the problem the user asked for, whatever mu it started from.
 
-Defaults. Plain NESVM: mu = 5, w0 = w* = 0 (the paper's Section IV; its hinge objective is
-20-30% above the optimum). Homotopy: mu0 = 0.2, mu* = 0.02 (10 stages), nu0 = 1e-3, nu* = 1e-4:
+Defaults. Plain NESVM: mu = 5, w0 = w* = 0 (the paper's Section IV; its smoothed optimum is
+20-30% above the hinge optimum, so the certificate makes it continue with smaller mu). Homotopy: mu0 = 0.2, mu* = 0.02 (10 stages), nu0 = 1e-3, nu* = 1e-4:
 the hinge objective lands within 3e-4 of LIBLINEAR's optimum (a9a 2.1e-4 in 4646 iterations,
 heart_scale 2.8e-4 in 519, a1a 5.5e-5 in 3062; float32 alike). Starting at the paper's 5
 only adds stages (1.6-6x more iterations); keeping w* at 0 instead of ``recenter`` costs 2-4x.
@@ -69,75 +72,96 @@ and homotopy wins for more accurate targets (mu* = 0.005, tol = 1e-8: 10377 vs 1
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import driver
 from ..kernels import kernel_rows
 from ..losses import Loss
 from ..problem import Problem, dual_loss_part, dual_objective, primal_gradient, primal_objective, project_dual
 from ..result import Status
 from ..smoothing import homotopy_mu
-from ._base import Method, require
+from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
 
 __all__ = ["NESVM", "nesvm", "homotopy_nesvm"]
+
+
+class NESVMState(NamedTuple):
+    K: Any  # kernel matrix (kernel form) or None
+    kappa: Any  # per-sample smoothing weight or None
+    curv0: Any
+    Lloss0: Any
+    theta: Any  # [w; b]
+    g: Any
+    acc: Any  # sum (i+1)/2 g^i (eq. 34)
+    center: Any  # prox-centre w*
+    yk: Any  # y^k (eq. 33)
+    f: Any
+    F: Any
+    g0: Any
+    crit: Any
+    k: Any  # iteration within the stage
+    t: Any  # stage
+    mu: Any
+    nu: Any
+    L: Any
+    fresh: Any  # first step of a stage: re-evaluate at the warm start
+    done: Any
+    mu_tgt: Any  # the smoothing targets (lowered by ``tighten``)
+    nu_tgt: Any
+    obj_tol: Any
 
 
 @dataclasses.dataclass(frozen=True)
 class NESVM(Method):
     """NESVM (Algorithm 1) and, with ``homotopy=True``, homotopy NESVM (Algorithm 2).
 
+    Structure (static): ``homotopy``, ``criterion``, ``lipschitz``, ``power_iters``, ``kernel_block``,
+    ``kernel_budget``. Runtime numbers:
+
     mu          loss smoothing of plain NESVM (paper default 5; the paper's nu in eq. 51-52)
     nu          l1 smoothing of plain NESVM (the paper's mu in eq. 51-52)
-    homotopy    continuation mu0 -> mu_star, nu0 -> nu_star, mu_t = mu0/(t+1) (eq. 44)
     mu0, mu_star, nu0, nu_star   the continuation's start and end (module doc: defaults)
-    tol         tolerance of ``criterion`` at the last (or only) stage
-    stage_tol   tolerance at the intermediate homotopy stages (None: 100 * tol)
+    tol         relative duality gap of the problem as asked, certified by the driver
+    obj_tol     tolerance of ``criterion`` at the last (or only) stage
+    stage_tol   tolerance at the intermediate homotopy stages (None: 100 * obj_tol)
     min_stage_iters   iterations of a stage before its criterion is tested
-    criterion   "objective" (relative change of F_mu, the paper's), "grad" or "gap"
-    lipschitz   "power" or "paper" (module doc); power_iters, power_safety for "power"
+    power_safety      factor on the power-iteration estimate of L
     w0, w_star  initial point and prox-centre (paper default 0): length p, or p + 1 with
-                the bias last (p = d, or n with a kernel); arrays are stored as tuples
-    recenter    homotopy: move the prox-centre to each stage's warm start (2-4x fewer
-                iterations than keeping w*)
-    kernel_block, kernel_budget   K columns per block; most bytes K(X, X) and dense X may take
+                the bias last (p = d, or n with a kernel). ``solve(init=...)`` is the general
+                warm start; w0 is kept for the paper's notation.
+    recenter    homotopy: move the prox-centre to each stage's warm start (2-4x fewer iterations)
     """
 
     mu: float = 5.0
     nu: float = 1e-4
-    homotopy: bool = False
+    homotopy: bool = static(False)
     mu0: float = 0.2
     mu_star: float = 0.02
     nu0: float = 1e-3
     nu_star: float = 1e-4
-    tol: float = 1e-7
+    tol: float = 1e-3
+    obj_tol: float = 1e-7
     stage_tol: Optional[float] = None
     min_stage_iters: int = 10
-    criterion: str = "objective"
-    lipschitz: str = "power"
-    power_iters: int = 20
+    criterion: str = static("objective")
+    lipschitz: str = static("power")
+    power_iters: int = static(20)
     power_safety: float = 1.05
-    w0: Optional[tuple] = None
-    w_star: Optional[tuple] = None
+    w0: Optional[Any] = None
+    w_star: Optional[Any] = None
     recenter: bool = True
-    kernel_block: int = 2048
-    kernel_budget: int = 2**30
+    kernel_block: int = static(2048)
+    kernel_budget: int = static(2**30)
 
     supports_kernel = True
+    certify_every = 10  # the gap costs little next to an iteration: check it often
 
     @property
     def name(self) -> str:
         return "homotopy_nesvm" if self.homotopy else "nesvm"
-
-    def __post_init__(self):
-        # arrays are not hashable; methods are static jit arguments, so keep tuples
-        for f in ("w0", "w_star"):
-            v = getattr(self, f)
-            if v is not None:
-                object.__setattr__(self, f, tuple(float(x) for x in np.ravel(np.asarray(v))))
 
     # ------------------------------------------------------------------ checks
     def validate(self, pb: Problem) -> None:
@@ -145,13 +169,12 @@ class NESVM(Method):
             raise ValueError(f"nesvm criterion must be 'objective', 'grad' or 'gap', got {self.criterion!r}")
         if self.lipschitz not in ("power", "paper"):
             raise ValueError(f"nesvm lipschitz must be 'power' or 'paper', got {self.lipschitz!r}")
-        for f in ("mu", "nu", "mu0", "mu_star", "nu0", "nu_star", "tol", "power_safety", "power_iters"):
-            if not getattr(self, f) > 0:
-                raise ValueError(f"nesvm needs {f} > 0, got {getattr(self, f)}")
-        if self.stage_tol is not None and not self.stage_tol > 0:
-            raise ValueError(f"nesvm needs stage_tol > 0, got {self.stage_tol}")
-        if not (isinstance(self.min_stage_iters, int) and self.min_stage_iters >= 0):
-            raise ValueError(f"nesvm needs an integer min_stage_iters >= 0, got {self.min_stage_iters!r}")
+        check_positive(self, "mu", "nu", "mu0", "mu_star", "nu0", "nu_star", "obj_tol", "power_safety")
+        if not (isinstance(self.power_iters, int) and self.power_iters > 0):
+            raise ValueError(f"nesvm needs an integer power_iters > 0, got {self.power_iters!r}")
+        if self.stage_tol is not None:
+            check_positive(self, "stage_tol")
+        check_positive(self, "min_stage_iters", integer=True, allow_zero=True)
         # smoothing: raises MissingCapability naming what the loss / regularizer lacks
         loss = pb.loss if pb.loss.is_smooth else pb.loss.smoothed(1.0)
         loss.curvature()
@@ -160,21 +183,23 @@ class NESVM(Method):
         if self.criterion == "gap":
             require(loss.has_dual and reg.has_conjugate,
                     f"criterion='gap' needs duals of the smoothed problem ({loss!r}, {reg!r}); use 'objective'")
-        if self.homotopy:
-            require(pb.loss.is_smooth or "mu" in _params(loss),
-                    f"homotopy needs the smoothed loss {loss!r} to expose its smoothing 'mu'")
-            require(pb.reg.is_smooth or "mu" in _params(reg),
-                    f"homotopy needs the smoothed regularizer {reg!r} to expose its smoothing 'mu'")
+        require(pb.loss.is_smooth or "mu" in _params(loss),
+                f"nesvm needs the smoothed loss {loss!r} to expose its smoothing 'mu'")
+        require(pb.reg.is_smooth or "mu" in _params(reg),
+                f"nesvm needs the smoothed regularizer {reg!r} to expose its smoothing 'mu'")
         p = pb.n if pb.kernel is not None else pb.d
         for f in ("w0", "w_star"):
             v = getattr(self, f)
-            if v is not None and len(v) not in (p, p + 1):
-                raise ValueError(f"nesvm {f} has length {len(v)}; expected {p} (w) or {p + 1} (w and b)")
-            if v is not None and len(v) == p + 1 and v[-1] != 0 and not pb.fit_intercept:
+            if v is None:
+                continue
+            size = int(np.size(v))
+            if size not in (p, p + 1):
+                raise ValueError(f"nesvm {f} has length {size}; expected {p} (w) or {p + 1} (w and b)")
+            last = concrete(jnp.ravel(jnp.asarray(v))[-1]) if size == p + 1 else 0
+            if last is not None and last != 0 and not pb.fit_intercept:
                 raise ValueError(f"nesvm {f} sets a bias but the problem has no intercept (fit_intercept=False)")
         if pb.kernel is not None:
-            require(pb.reg.name == "l2", f"the kernel form of nesvm needs reg=l2 (penalty beta^T K beta), "
-                                         f"got reg={pb.reg!r}")
+            require(pb.reg.is_l2, f"the kernel form of nesvm needs reg=l2 (penalty beta^T K beta), got reg={pb.reg!r}")
             require(pb.loss.has_dual and pb.loss.dual.lower >= 0,
                     f"the kernel form of nesvm returns support vectors alpha_i >= 0; loss {pb.loss!r} "
                     "has a dual that can be negative")
@@ -189,25 +214,42 @@ class NESVM(Method):
     def default_max_iter(self, pb) -> int:
         return 50000 if self.homotopy else 20000
 
-    # ------------------------------------------------------------------ model at (mu, nu)
-    def _targets(self, pb):
-        """Final smoothing of the loss and the regularizer (None: not smoothed by us)."""
-        lmu = pb.loss.params.get("mu") if pb.loss.is_smooth and isinstance(pb.loss.params, dict) else None
-        if not pb.loss.is_smooth:
-            lmu = self.mu_star if self.homotopy else self.mu
-        rnu = None if pb.reg.is_smooth else (self.nu_star if self.homotopy else self.nu)
-        return lmu, rnu
+    def aux_template(self, pb):
+        dt, p = pb.dtype, (pb.n if pb.kernel is not None else pb.d) + 1
+        z = jnp.zeros((), dt)
+        return dict(acc=jnp.zeros((p,), dt), center=jnp.zeros((p,), dt), k=jnp.zeros((), jnp.int32),
+                    t=jnp.zeros((), jnp.int32), mu_tgt=z, nu_tgt=z, obj_tol=z, L=z)
 
-    def _schedule(self, pb, t):
-        """(mu_t, nu_t) of stage t and whether it is the last (eq. 44, clamped at mu*, nu*)."""
+    # ------------------------------------------------------------------ model at (mu, nu)
+    def _smooths(self, pb):
+        """(do we smooth the loss, do we smooth the regularizer)."""
+        return not pb.loss.is_smooth, not pb.reg.is_smooth
+
+    def _initial_targets(self, pb):
         dt = pb.dtype
-        lmu, rnu = self._targets(pb)
+        sl, sr = self._smooths(pb)
+        if sl:
+            lmu = self.mu_star if self.homotopy else self.mu
+        elif isinstance(pb.loss.params, dict) and "mu" in pb.loss.params:
+            lmu = pb.loss.params["mu"]  # a user's smoothed_hinge(mu): continued from mu0 to it
+        else:
+            lmu = 1.0  # nothing to smooth
+        rnu = (self.nu_star if self.homotopy else self.nu) if sr else 1.0
+        return jnp.asarray(lmu, dt), jnp.asarray(rnu, dt)
+
+    def _has_mu(self, pb):
+        sl, _ = self._smooths(pb)
+        return sl or (isinstance(pb.loss.params, dict) and "mu" in pb.loss.params)
+
+    def _schedule(self, pb, t, mu_tgt, nu_tgt):
+        """(mu_t, nu_t) of stage t and whether it is the last (eq. 44, clamped at the targets)."""
+        dt = pb.dtype
+        _, sr = self._smooths(pb)
         out, last = [], jnp.asarray(True)
-        for target, start in ((lmu, self.mu0), (rnu, self.nu0)):
-            if target is None:
+        for active, target, start in ((self._has_mu(pb), mu_tgt, self.mu0), (sr, nu_tgt, self.nu0)):
+            if not active:
                 out.append(jnp.ones((), dt))
                 continue
-            target = jnp.asarray(target, dt)
             if self.homotopy:
                 sched = homotopy_mu(jnp.asarray(start, dt), t.astype(dt))
                 last = last & (sched <= target * (1 + 1e-6))
@@ -218,15 +260,15 @@ class NESVM(Method):
 
     def _model(self, pb, st, mu, nu):
         """The smooth problem F_mu: (loss_mu, reg_nu). mu, nu may be traced."""
-        lmu, rnu = self._targets(pb)
+        sl, sr = self._smooths(pb)
         loss = pb.loss
-        if not loss.is_smooth:
+        if sl:
             loss = loss.smoothed(1.0)  # structure only (the factories check mu > 0 in Python)
-            loss = loss.bind(st["kappa"]) if loss.family.bind is not None else loss
-        if lmu is not None:
+            loss = loss.bind(st.kappa) if loss.family.bind is not None else loss
+        if self._has_mu(pb):
             loss = Loss(loss.family, {**loss.params, "mu": mu})
         reg = pb.reg
-        if rnu is not None:
+        if sr:
             reg = reg.smoothed(1.0)
             reg = type(reg)(reg.family, {**reg.params, "mu": nu})
         return loss, reg
@@ -242,7 +284,7 @@ class NESVM(Method):
             F = primal_objective(pt, w, b, f)
             gw, gb = primal_gradient(pt, w, b, f)  # eq. 47 / 51 / 55 (+ eq. 37 for b)
         else:
-            Kw = st["K"] @ w
+            Kw = st.K @ w
             f = Kw + b
             u = pb.cs * pb.y * loss.derivative(pb.y * f)
             F = 0.5 * jnp.vdot(w, Kw) + jnp.sum(pb.cs * loss.value(pb.y * f))
@@ -256,22 +298,21 @@ class NESVM(Method):
         if pt.kernel is None:
             return dual_objective(pt, alpha)[0], alpha
         beta = alpha * pt.y
-        D = dual_loss_part(pt, alpha) - 0.5 * jnp.vdot(beta, st["K"] @ beta)
+        D = dual_loss_part(pt, alpha) - 0.5 * jnp.vdot(beta, st.K @ beta)
         return D, alpha
 
     def _curvature(self, pb, st, mu, nu):
         loss, _ = self._model(pb, st, mu, nu)
         return jnp.broadcast_to(jnp.asarray(loss.curvature(), pb.dtype), (pb.n,))
 
-    def _loss_lipschitz(self, pb, st, curv):
+    def _loss_lipschitz(self, pb, K, curv):
         """L_loss for weights W = C s l'' (paper bound or power iteration)."""
         W = pb.cs * curv
         fb = 1.0 if pb.fit_intercept else 0.0
-        K = st.get("K")
         rows = (pb.op.row_sq_norms() if K is None else jnp.diagonal(K)) + fb
         Wr = jnp.where(rows > 0, W * rows, 0.0)  # empty rows carry no curvature
         if self.lipschitz == "paper":
-            return pb.n * jnp.max(Wr)  # eq. 21 / 48
+            return jnp.sum(pb.s > 0) * jnp.max(Wr)  # eq. 21 / 48 (n: the rows that count)
         trace = jnp.sum(Wr)  # >= lambda_max: a safe cap
         if K is None:
             def apply(v):
@@ -294,97 +335,138 @@ class NESVM(Method):
         """L at (mu, nu): reg part exactly, loss part scaled from stage 0 (safe for any family)."""
         _, reg = self._model(pb, st, mu, nu)
         curv = self._curvature(pb, st, mu, nu)
-        ratio = jnp.max(jnp.where(st["curv0"] > 0, curv / jnp.where(st["curv0"] > 0, st["curv0"], 1.0), 0.0))
-        return jnp.asarray(reg.lipschitz(), pb.dtype) + st["Lloss0"] * ratio
+        ratio = jnp.max(jnp.where(st.curv0 > 0, curv / jnp.where(st.curv0 > 0, st.curv0, 1.0), 0.0))
+        return jnp.asarray(reg.lipschitz(), pb.dtype) + st.Lloss0 * ratio
 
     # ------------------------------------------------------------------ Method protocol
-    def init(self, pb: Problem):
+    def init(self, pb: Problem, start: Start) -> NESVMState:
         dt = pb.dtype
-        st = {}
-        if pb.kernel is not None:
-            st["K"] = _kernel_matrix(pb, self.kernel_block)
+        K = _kernel_matrix(pb, self.kernel_block) if pb.kernel is not None else None
+        kappa = None
         if not pb.loss.is_smooth:
             # per-sample smoothing weight ||x_i||_inf (eq. 5), of K's rows in the kernel form
-            kap = pb.op.row_inf_norms() if pb.kernel is None else jnp.max(jnp.abs(st["K"]), axis=1)
-            st["kappa"] = jnp.where(kap > 0, kap, 1.0).astype(dt)
+            kap = pb.op.row_inf_norms() if K is None else jnp.max(jnp.abs(K), axis=1)
+            kappa = jnp.where(kap > 0, kap, 1.0).astype(dt)
         p = pb.n if pb.kernel is not None else pb.d
         theta = _vector(self.w0, p, dt)
+        if pb.kernel is None:
+            theta = start_or(start, PRIMAL, jnp.concatenate([start.w, start.b[None]]), theta)
         center = _vector(self.w_star, p, dt)
-        t = jnp.asarray(0)
-        mu, nu, _ = self._schedule(pb, t)
-        st["curv0"] = self._curvature(pb, st, mu, nu)
-        st["Lloss0"] = self._loss_lipschitz(pb, st, st["curv0"])
+        mu_tgt, nu_tgt = self._initial_targets(pb)
+        obj_tol = jnp.asarray(self.obj_tol, dt)
+        t = jnp.asarray(0, jnp.int32)
+        k = jnp.asarray(0, jnp.int32)
+        acc = None
+        resume = (start.level & RESUME) != 0
+        if start.aux is not None:
+            a = start.aux
+            mu_tgt, nu_tgt, obj_tol = (jnp.where(resume, a[x], v) for x, v in
+                                       (("mu_tgt", mu_tgt), ("nu_tgt", nu_tgt), ("obj_tol", obj_tol)))
+            t, k = jnp.where(resume, a["t"], t), jnp.where(resume, a["k"], k)
+            center = jnp.where(resume, a["center"], center)
+        st = NESVMState(K=K, kappa=kappa, curv0=None, Lloss0=None, theta=theta, g=None, acc=None, center=center,
+                        yk=theta, f=None, F=None, g0=None, crit=jnp.asarray(jnp.inf, dt), k=k, t=t, mu=None, nu=None,
+                        L=None, fresh=jnp.asarray(False), done=jnp.asarray(False), mu_tgt=mu_tgt, nu_tgt=nu_tgt,
+                        obj_tol=obj_tol)
+        mu, nu, _ = self._schedule(pb, jnp.zeros_like(t), mu_tgt, nu_tgt)
+        curv0 = self._curvature(pb, st, mu, nu)
+        st = st._replace(curv0=curv0, Lloss0=self._loss_lipschitz(pb, K, curv0))
+        mu, nu, _ = self._schedule(pb, t, mu_tgt, nu_tgt)
         L = self._lipschitz(pb, st, mu, nu)
         F, g, f = self._evaluate(pb, st, theta, mu, nu)
-        return dict(st, theta=theta, g=g, acc=0.5 * g, center=center, y=theta, f=f, F=F,
-                    g0=jnp.linalg.norm(g), crit=jnp.asarray(jnp.inf, dt), k=jnp.asarray(0), t=t, mu=mu, nu=nu,
-                    L=L, fresh=jnp.asarray(False), done=jnp.asarray(False))
+        acc = 0.5 * g
+        if start.aux is not None:
+            acc = jnp.where(resume, start.aux["acc"], acc)
+        return st._replace(g=g, acc=acc, f=f, F=F, g0=jnp.linalg.norm(g), mu=mu, nu=nu, L=L)
 
-    def step(self, pb: Problem, st):
+    def step(self, pb: Problem, st: NESVMState) -> NESVMState:
         dt = pb.dtype
-        L, kf = st["L"], st["k"].astype(dt)
-        y = st["theta"] - st["g"] / L  # eq. 33
-        z = st["center"] - st["acc"] / L  # eq. 34
+        L, kf = st.L, st.k.astype(dt)
+        y = st.theta - st.g / L  # eq. 33
+        z = st.center - st.acc / L  # eq. 34
         nxt = (2.0 * z + (kf + 1.0) * y) / (kf + 3.0)  # eq. 35
-        fresh = st["fresh"]  # first step of a homotopy stage: re-evaluate at the warm start
-        theta = jnp.where(fresh, st["theta"], nxt)
-        F, g, f = self._evaluate(pb, st, theta, st["mu"], st["nu"])
-        k = jnp.where(fresh, 0, st["k"] + 1)
-        acc = jnp.where(fresh, 0.0, st["acc"]) + (0.5 * (k + 1)).astype(dt) * g
+        fresh = st.fresh  # first step of a homotopy stage: re-evaluate at the warm start
+        theta = jnp.where(fresh, st.theta, nxt)
+        F, g, f = self._evaluate(pb, st, theta, st.mu, st.nu)
+        k = jnp.where(fresh, 0, st.k + 1)
+        acc = jnp.where(fresh, 0.0, st.acc) + (0.5 * (k + 1)).astype(dt) * g
         tiny = jnp.finfo(dt).tiny
         if self.criterion == "objective":
-            crit = jnp.abs(F - st["F"]) / jnp.maximum(jnp.abs(st["F"]), tiny)
+            crit = jnp.abs(F - st.F) / jnp.maximum(jnp.abs(st.F), tiny)
         elif self.criterion == "gap":
-            loss, reg = self._model(pb, st, st["mu"], st["nu"])
+            loss, reg = self._model(pb, st, st.mu, st.nu)
             pt = pb.replace(loss=loss, reg=reg)
             D = self._dual(pt, st, pb.cs * -loss.derivative(pb.y * f))[0]
             crit = (F - D) / jnp.maximum(jnp.abs(F), tiny)
         else:
-            crit = jnp.linalg.norm(g) / jnp.maximum(st["g0"], tiny)
+            crit = jnp.linalg.norm(g) / jnp.maximum(st.g0, tiny)
         # Nesterov's first steps from a (warm) start are short by design (the weights (i+1)/2
         # build up), so a small change there says nothing: test only after min_stage_iters
         crit = jnp.where(fresh | (k < self.min_stage_iters), jnp.inf, crit)
-        _, _, last = self._schedule(pb, st["t"])
-        stage_tol = 100.0 * self.tol if self.stage_tol is None else self.stage_tol
-        met = crit <= jnp.where(last, self.tol, stage_tol)
-        advance = met & ~last
-        t = st["t"] + advance.astype(st["t"].dtype)
-        mu, nu, _ = self._schedule(pb, t)
-        L = jnp.where(advance, self._lipschitz(pb, st, mu, nu), L)
-        center = jnp.where(advance & self.recenter, theta, st["center"])
-        return dict(st, theta=theta, g=g, acc=acc, center=center, y=y, f=f, F=F, crit=crit, k=k, t=t,
-                    mu=mu, nu=nu, L=L, fresh=advance, done=met & last)
+        _, _, last = self._schedule(pb, st.t, st.mu_tgt, st.nu_tgt)
+        stage_tol = 100.0 * st.obj_tol if self.stage_tol is None else self.stage_tol
+        met = crit <= jnp.where(last, st.obj_tol, stage_tol)
+        st = st._replace(theta=theta, g=g, acc=acc, yk=y, f=f, F=F, crit=crit, k=k, done=met & last, fresh=False)
+        return self._advance(pb, st, met & ~last)
 
-    def check(self, pb, st):
-        return jnp.where(st["done"], Status.CONVERGED, -1)
+    def _advance(self, pb, st: NESVMState, advance):
+        """Start the next stage where ``advance``: next (mu, nu), its L, the prox-centre moved."""
+        t = st.t + advance.astype(st.t.dtype)
+        mu, nu, _ = self._schedule(pb, t, st.mu_tgt, st.nu_tgt)
+        L = jnp.where(advance, self._lipschitz(pb, st, mu, nu), st.L)
+        center = jnp.where(advance & self.recenter, st.theta, st.center)
+        return st._replace(t=t, mu=mu, nu=nu, L=L, center=center, fresh=advance | st.fresh)
 
-    def finalize(self, pb, st):
-        loss, _ = self._model(pb, st, st["mu"], st["nu"])
+    def check(self, pb, st: NESVMState):
+        return jnp.where(st.done, Status.CONVERGED, -1)
+
+    def tighten(self, pb, st: NESVMState):
+        sl, sr = self._smooths(pb)
+        if sl or sr:  # smaller smoothing, then a new stage from here
+            st = st._replace(mu_tgt=st.mu_tgt / 4.0 if sl else st.mu_tgt, nu_tgt=st.nu_tgt / 4.0 if sr else st.nu_tgt,
+                             done=jnp.asarray(False))
+            return self._advance(pb, st, jnp.asarray(True))
+        return st._replace(obj_tol=st.obj_tol / 10.0, done=jnp.asarray(False))
+
+    def finalize(self, pb, st: NESVMState) -> Iterate:
+        loss, _ = self._model(pb, st, st.mu, st.nu)
         # NESVM's dual variable u (eq. 6) in the library scale: a dual candidate for the gap
-        alpha = pb.cs * -loss.derivative(pb.y * st["f"])
-        extras = {"mu": st["mu"], "nu": st["nu"], "stage": st["t"], "stage_iterations": st["k"], "lipschitz": st["L"],
-                  "smoothed_objective": st["F"], "criterion": st["crit"]}
-        return st["theta"][:-1], st["theta"][-1], alpha, extras
-
-    def summarize(self, pb, st, k, code):
-        """Linear: the driver's. Kernel: the model is alpha >= 0 with beta = alpha * y (what
-        ``solve`` turns into support vectors), the better of the iterate and NESVM's u (eq. 6)."""
+        alpha = pb.cs * -loss.derivative(pb.y * st.f)
+        extras = {"mu": st.mu, "nu": st.nu, "stage": st.t, "stage_iterations": st.k, "lipschitz": st.L,
+                  "smoothed_objective": st.F, "criterion": st.crit}
         if pb.kernel is None:
-            return driver.summarize(self, pb, st, k, code)
-        beta, b, u, extras = self.finalize(pb, st)
-        K, y, cs = st["K"], pb.y, pb.cs
-        primal, dual, alpha = jnp.inf, -jnp.inf, None
-        for a in (jnp.maximum(y * beta, 0.0), u):
-            Kb = K @ (a * y)
-            P = 0.5 * jnp.vdot(a * y, Kb) + jnp.sum(cs * pb.loss.value(y * (Kb + b)))
-            D = self._dual(pb, st, a)[0]
-            alpha = a if alpha is None else jnp.where(P < primal, a, alpha)
-            primal, dual = jnp.minimum(P, primal), jnp.maximum(D, dual)
-        start = jnp.sum(cs * pb.loss.value(jnp.zeros_like(y)))
-        finite = jnp.all(jnp.isfinite(alpha)) & jnp.isfinite(b) & jnp.isfinite(primal)
-        status = driver.final_status(code, primal, start, finite)
-        return dict(w=alpha * y, b=b, primal=primal, dual=dual, gap=primal - dual, status=status,
-                    iterations=k, extras={**extras, "alpha": alpha})
+            return Iterate(st.theta[:-1], st.theta[-1], alpha, extras)
+        # kernel: the model is alpha >= 0 with beta = alpha * y, the better of the iterate and u
+        y, b = pb.y, st.theta[-1]
+        best, pick = jnp.inf, None
+        for a in (jnp.maximum(y * st.theta[:-1], 0.0), alpha):
+            P = self._kernel_primal(pb, st, a, b)
+            pick = a if pick is None else jnp.where(P < best, a, pick)
+            best = jnp.minimum(P, best)
+        return Iterate(pick * y, b, pick, extras)
+
+    def _kernel_primal(self, pb, st, a, b):
+        Kb = st.K @ (a * pb.y)
+        return 0.5 * jnp.vdot(a * pb.y, Kb) + jnp.sum(pb.cs * pb.loss.value(pb.y * (Kb + b)))
+
+    def own_objectives(self, pb) -> bool:
+        return pb.kernel is not None
+
+    def objectives(self, pb, st: NESVMState, it: Iterate):
+        """Kernel form: primal of the model alpha (beta = alpha y), dual of the better of alpha and u."""
+        P = self._kernel_primal(pb, st, it.alpha, it.b)
+        loss, _ = self._model(pb, st, st.mu, st.nu)
+        u = pb.cs * -loss.derivative(pb.y * st.f)
+        D = jnp.maximum(self._dual(pb, st, it.alpha)[0], self._dual(pb, st, u)[0])
+        return P, D, it.alpha
+
+    def carry(self, pb, st: NESVMState) -> Start:
+        p = st.theta.shape[0] - 1
+        w = st.theta[:-1] if pb.kernel is None else jnp.zeros((pb.d,), pb.dtype)
+        aux = dict(acc=st.acc, center=st.center, k=st.k, t=st.t, mu_tgt=st.mu_tgt, nu_tgt=st.nu_tgt,
+                   obj_tol=st.obj_tol, L=st.L)
+        del p
+        return Start(w, st.theta[-1], jnp.zeros((pb.n,), pb.dtype), jnp.asarray(PRIMAL, jnp.int32), aux)
 
 
 def _params(x):
@@ -395,7 +477,7 @@ def _vector(v, p, dt):
     """A user's w0 / w_star as theta = [w; b] of length p + 1 (zeros by default)."""
     if v is None:
         return jnp.zeros((p + 1,), dt)
-    v = jnp.asarray(v, dt)
+    v = jnp.ravel(jnp.asarray(v, dt))
     return v if v.shape[0] == p + 1 else jnp.concatenate([v, jnp.zeros((1,), dt)])
 
 
@@ -411,12 +493,7 @@ def _power_iteration(apply, v, iters):
 
 def _kernel_matrix(pb: Problem, block):
     """K(X, X) (n, n), computed in column blocks of ``block`` rows."""
-    op = pb.op
-    if hasattr(op, "X"):
-        X = op.X
-    else:  # sparse: densify (the kernel form keeps dense X; see kernel_budget)
-        X = jnp.zeros(op.shape, op.dtype).at[op.row_ids, op.indices].add(op.data)
-    return kernel_rows(pb.kernel, X, jnp.arange(pb.n), block)
+    return kernel_rows(pb.kernel, pb.op.dense(), jnp.arange(pb.n), block)
 
 
 nesvm = NESVM()
