@@ -3,7 +3,8 @@ load_svmlight and by scikit-learn's load_svmlight_file (an independent implement
 Wherever both accept, the data must be identical; whatever we refuse must raise
 LibsvmFormatError (never another exception) at the first line that the line-by-line
 reference calls bad. Plus: numpy 1's lenient number parser, qid and feature index
-ranges. The fast run reads ~7,000 lines, the slow one >= 100,000."""
+ranges, and the command line's one-line errors. The fast run reads ~7,000 lines, the
+slow one >= 100,000."""
 import io
 import lzma
 import random
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import data_path
 
+from svmopt.cli import predict_main, train_main
 from svmopt.io import LibsvmFormatError, load_svmlight
 from svmopt.io import libsvm
 
@@ -174,3 +176,22 @@ def test_feature_index_range(tmp_path):
         load_svmlight(p, zero_based=True)
     with pytest.raises(ValueError, match=r"n_features must be in \[0, 2147483647\]"):
         load_svmlight(p, n_features=2**31)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_train_errors_are_one_line_and_early(tmp_path, capsys):
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(b"1 1:1\n-1 1099511627776:1\n")
+    assert train_main([str(wide), str(tmp_path / "w.model")]) == 1
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "wide.txt, line 2: feature index '1099511627776' is out of range" in err
+    # a missing output folder is found before anything is read or trained
+    assert train_main([str(data_path("a9a")), str(tmp_path / "no" / "a9a.model")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"svmopt-train: error: cannot write the model to '{tmp_path / 'no' / 'a9a.model'}'"
+                                 f": directory '{tmp_path / 'no'}' does not exist\n")
+    assert predict_main([str(data_path("a9a.t")), str(tmp_path / "any.model"), str(tmp_path / "no" / "out")]) == 1
+    assert capsys.readouterr().err == (f"svmopt-predict: error: cannot write the predictions to "
+                                       f"'{tmp_path / 'no' / 'out'}': directory '{tmp_path / 'no'}' does not exist\n")
