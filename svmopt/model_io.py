@@ -351,6 +351,14 @@ def _npy(path, zf, info):
             if version not in ((1, 0), (2, 0)):
                 raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' is .npy "
                                            f"version {version})")
+            # numpy reads a header of the length the file states before comparing it with
+            # max_header_size: look at that length first.
+            length = int.from_bytes(fp.read(2 if version == (1, 0) else 4), "little")
+            if length > _MAX_NPY_HEADER:
+                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' states a "
+                                           f".npy header of {length} bytes)")
+            fp.seek(0)
+            fmt.read_magic(fp)
             read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
             shape, fortran, dtype = read(fp, max_header_size=_MAX_NPY_HEADER)
             at = fp.tell()

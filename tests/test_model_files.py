@@ -253,6 +253,9 @@ INJECTIONS = {
     "w bad npy header": (lambda raw, m: _replace(raw, "w.npy", _npy(
         header={"descr": "<f8", "fortran_order": False, "shape": (13,)}, data=bytes(W_SIZE)).replace(
             b"'shape'", b"'shapf'")), r"ValueError: Header does not contain the correct keys"),
+    "w npy header 2 GiB": (lambda raw, m: _replace(raw, "w.npy", dict(m)["w.npy"][:6] + b"\x02\x00"
+                                                + (2**31).to_bytes(4, "little") + dict(m)["w.npy"][12:]),
+                           r"member 'w.npy' states a .npy header of 2147483648 bytes"),
     "w npy version 3": (lambda raw, m: _replace(raw, "w.npy", dict(m)["w.npy"].replace(
         b"NUMPY\x01\x00", b"NUMPY\x03\x00", 1)), r"\.npy version \(3, 0\)"),
     "w changed": (lambda raw, m: _replace(raw, "w.npy", _npy(np.ones(13))), r"checksum mismatch"),
