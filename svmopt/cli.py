@@ -21,6 +21,7 @@ they can be called in-process; errors print one readable line on stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -103,10 +104,23 @@ def _run(main, argv, prog):
         print(f"{prog}: error: cannot open '{exc.filename}': {exc.strerror}", file=sys.stderr)
     except (OSError, ValueError, TypeError, SolverError) as exc:  # ModelFileError, MissingCapability included
         print(f"{prog}: error: {exc}", file=sys.stderr)
+    except MemoryError:
+        print(f"{prog}: error: out of memory", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     return 1
+
+
+def _check_writable(path: Path, what: str):
+    """Fail now, not after the work, if ``path`` cannot be created (its folder is missing)."""
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"cannot write the {what} to '{path}': it is a directory")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write the {what} to '{path}': directory '{folder}' does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write the {what} to '{path}': directory '{folder}' is not writable")
 
 
 def train_main(argv=None) -> int:
@@ -144,6 +158,7 @@ def _train(argv) -> int:
         jax.config.update("jax_enable_x64", True)
     loss, reg, method = resolve_loss(args.loss), resolve_reg(args.reg), resolve_method(args.method)
     model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
+    _check_writable(model_file, "model")
 
     t0 = time.perf_counter()
     X, y = load_svmlight(args.data_file, n_features=args.n_features)
@@ -220,6 +235,7 @@ def _label(v) -> str:
 
 def _predict(argv) -> int:
     args = _predict_parser().parse_args(argv)
+    _check_writable(Path(args.output_file), "predictions")
     model = load_model(args.model_file)
     d = int(model.extras["header"]["n_features"])
     X, y = load_svmlight(args.test_file)

@@ -1,14 +1,13 @@
 """Save and load trained models: a documented, versioned file format without pickle.
 
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
-``np.savez`` and read with ``allow_pickle=False``, so loading never runs code).
-It holds these members:
+``np.savez``; never pickled objects, so loading never runs code). It holds these members:
 
   header     uint8   UTF-8 JSON, see below
   checksum   uint8   ASCII hex SHA-256 (or HMAC-SHA256 with a key) of the payload
   w          float   (d,) binary / (K, d) one-vs-rest         linear models
   b          float   () / (K,)
-  classes    any     (2,) binary (negative, positive) / (K,)   numbers or strings
+  classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings
   sv         float   (n_sv, d) dense support vectors          kernel models, or
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
   dual_coef  float   (n_sv,) / (K, n_sv): alpha_i y_i
@@ -21,7 +20,7 @@ Header (JSON object), format version 1:
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
   mac ("sha256" or "hmac-sha256"), arrays ({name: {"dtype", "shape"}}: exactly the
-  array members present).
+  array members present), sv_shape ([n_sv, d], only with sparse support vectors).
 
 The payload digested by the checksum is the header bytes followed, for each array
 in sorted name order, by its name, dtype, shape and C-order bytes. A changed byte,
@@ -29,17 +28,28 @@ a dropped or added array fails the check. A plain SHA-256 detects corruption and
 careless edits; anyone can recompute it, so for files from untrusted places save
 with ``key=`` (HMAC-SHA256, the same key needed to load). Readers accept any
 version up to their own and refuse newer ones.
+
+What ``load_model`` guarantees, for any file whatever its bytes: it returns a model
+that satisfies the schema above, or raises ``ModelFileError`` saying what is wrong.
+Nothing is decompressed before the zip directory has been checked (only the expected
+members, stored or deflated, each declaring exactly the size its header entry implies,
+all together at most ``max_bytes``); the JSON header is size- and depth-limited; the
+checksum is computed while streaming the members, before any array is allocated, so
+memory stays within the size the header declares (plus one 1 MiB chunk). Only then
+are the arrays read (and digested again: the file may change in between) and the
+schema checked: names from closed sets, status codes, shapes consistent with each other.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
 import math
 import os
+import re
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +57,25 @@ import scipy.sparse as sp
 
 from .result import Result, Status
 
-__all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION"]
+__all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
 
 FORMAT = "svmopt-model"
 VERSION = 1
+MAX_BYTES = 1 << 31  # load_model's default cap on a model's total uncompressed size
 _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
+# Array members and the dtype kinds each may have (never "O": no pickles).
+_KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",
+          "dual_objective": "f", "gap": "f", "status": "iu", "iterations": "iu", "sv_indices": "iu",
+          "sv_indptr": "iu", "classes": "fiubU"}
+_HEADER_KEYS = {"format", "version", "svmopt_version", "kind", "model", "n_features", "method", "loss",
+                "reg", "C", "intercept_scaling", "kernel", "estimator", "mac", "arrays"}
+_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"),
+                  "sigmoid": ("coef0", "gamma")}
+_MAX_HEADER = 1 << 20  # JSON header bytes
+_MAX_DEPTH = 16  # JSON nesting (save_model writes 4)
+_MAX_NPY_HEADER = 4096  # a .npy member's own header (numpy writes 64 or 128 bytes)
+_MAX_DIRECTORY = 1 << 16  # zip central directory bytes (a dozen entries need ~1 KB)
+_CHUNK = 1 << 20
 
 
 class ModelFileError(ValueError):
@@ -67,20 +91,32 @@ def _version() -> str:
     return __version__
 
 
-def _payload(header_bytes: bytes, arrays: dict) -> bytes:
-    parts = [header_bytes]
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        parts.append(f"\n{name}|{a.dtype.str}|{a.shape}\n".encode())
-        parts.append(a.tobytes())
-    return b"".join(parts)
+# --------------------------------------------------------------------------- checksum
 
 
-def _digest(payload: bytes, key) -> str:
+def _hasher(key):
     if key is None:
-        return hashlib.sha256(payload).hexdigest()
-    key = key.encode() if isinstance(key, str) else bytes(key)
-    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+        return hashlib.sha256()
+    return hmac.new(key.encode() if isinstance(key, str) else bytes(key), digestmod=hashlib.sha256)
+
+
+def _tag(name, dtype: str, shape) -> bytes:
+    # A 0-d array is tagged (1,): version 1 defined the payload with np.ascontiguousarray's shape.
+    return f"\n{name}|{dtype}|{tuple(shape) or (1,)}\n".encode()
+
+
+def _digest(header_bytes: bytes, arrays: dict, key) -> str:
+    """Hex SHA-256 (HMAC with ``key``) of the payload: header, then each array's tag and bytes."""
+    h = _hasher(key)
+    h.update(header_bytes)
+    for name in sorted(arrays):
+        a = np.asarray(arrays[name], order="C")
+        h.update(_tag(name, a.dtype.str, a.shape))
+        h.update(a.reshape(-1).view(np.uint8))
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- saving
 
 
 def _kernel_spec(kernel):
@@ -91,15 +127,6 @@ def _kernel_spec(kernel):
         raise ValueError(f"cannot save a custom kernel ({kernel!r}): only {sorted(shipped)} are known to "
                          "load_model; save support_vectors and dual_coef yourself")
     return {"name": kernel.name, "params": {k: np.asarray(v).item() for k, v in kernel.params.items()}}
-
-
-def _build_kernel(spec):
-    from . import kernels
-
-    name, params = spec["name"], spec["params"]
-    if name == "linear":
-        return kernels.linear
-    return {"rbf": kernels.rbf, "polynomial": kernels.polynomial, "sigmoid": kernels.sigmoid}[name](**params)
 
 
 def _json_param(v):
@@ -119,6 +146,7 @@ def save_model(model, path, *, key=None) -> Path:
 
     model: a ``Result`` / ``MulticlassResult`` from ``solve`` / ``solve_multiclass``,
     or a fitted ``SVMClassifier``. ``key`` (bytes or str) signs it with HMAC-SHA256.
+    Raises ``ValueError`` for a model that ``load_model`` would refuse.
     """
     estimator = None
     if hasattr(model, "get_params") and not isinstance(model, Result):
@@ -155,6 +183,7 @@ def save_model(model, path, *, key=None) -> Path:
             arrays["sv"] = np.asarray(sv)
         arrays["dual_coef"] = np.asarray(model.dual_coef)
         n_features = sv.shape[1]
+    arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
         "kind": "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
@@ -167,9 +196,12 @@ def save_model(model, path, *, key=None) -> Path:
     if "sv_data" in arrays:
         header["sv_shape"] = list(model.support_vectors.shape)
     hb = json.dumps(header, sort_keys=True).encode()
-    checksum = _digest(_payload(hb, arrays), key).encode()
-    arrays["header"], arrays["checksum"] = np.frombuffer(hb, np.uint8), np.frombuffer(checksum, np.uint8)
     path = Path(path)
+    # Refuse now what load_model would refuse later.
+    _check_header(path, _parse_header(path, hb), math.inf)
+    _check_model(path, header, arrays)
+    checksum = _digest(hb, arrays, key).encode()
+    arrays["header"], arrays["checksum"] = np.frombuffer(hb, np.uint8), np.frombuffer(checksum, np.uint8)
     if not path.parent.is_dir():
         raise ModelFileError(path, f"cannot write it: directory '{path.parent}' does not exist")
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -187,61 +219,411 @@ def save_model(model, path, *, key=None) -> Path:
     return path
 
 
-def _read(path):
-    """The archive's arrays, any failure as ModelFileError."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ModelFileError(path, f"cannot read it ({exc.strerror or exc})") from None
-    if not raw.startswith(b"PK"):
-        raise ModelFileError(path, f"not an svmopt model file (expected a '{FORMAT}' .npz archive)")
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            return {name: z[name] for name in z.files}
-    except ValueError as exc:
-        if "pickle" in str(exc):
-            raise ModelFileError(path, "it holds pickled Python objects, which are never loaded; "
-                                       "it was not written by save_model") from None
-        raise ModelFileError(path, f"tampered or corrupted ({exc})") from None
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as exc:
-        raise ModelFileError(path, f"tampered or corrupted ({exc})") from None
+# --------------------------------------------------------------------------- loading
 
 
-def load_model(path, *, key=None) -> Result:
+def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
     """Read a model file; returns a ``Result`` (binary) or ``MulticlassResult`` (one-vs-rest).
 
     Both predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
-    be given for, and only for, a file saved with one. Raises ``ModelFileError``.
+    be given for, and only for, a file saved with one. ``max_bytes`` caps the arrays'
+    total size (default 2 GiB). Raises ``ModelFileError`` and nothing else for a bad file.
     """
-    arrays = _read(path)
-    if "header" not in arrays or "checksum" not in arrays:
-        raise ModelFileError(path, f"not an svmopt model file (no header; expected a '{FORMAT}' archive)")
-    hb = arrays.pop("header").tobytes()
-    stored = arrays.pop("checksum").tobytes().decode("ascii", "replace")
     try:
-        header = json.loads(hb)
-    except ValueError:
-        raise ModelFileError(path, "tampered or corrupted (the header is not valid JSON)") from None
+        f = open(path, "rb")
+    except OSError as exc:
+        raise ModelFileError(path, f"cannot read it ({exc.strerror or exc})") from None
+    with f, _open_archive(path, f) as zf:
+        members = _check_members(path, zf)
+        hb = _small_member(path, zf, members, "header", _MAX_HEADER)
+        header = _parse_header(path, hb)
+        declared = _check_header(path, header, max_bytes)
+        signed = header["mac"] == "hmac-sha256"
+        if signed and key is None:
+            raise ModelFileError(path, "the file is signed (HMAC-SHA256): pass the key it was saved with")
+        if key is not None and not signed:
+            raise ModelFileError(path, "a key was given but the file is not signed; refusing it")
+        stored = _small_member(path, zf, members, "checksum", 64)
+        extra = sorted(set(members) - set(declared) - {"header", "checksum"})
+        missing = sorted(set(declared) - set(members))
+        if extra or missing:
+            raise ModelFileError(path, "tampered or corrupted: " + "; ".join(
+                ([f"members {extra} are not in the header's list"] if extra else [])
+                + ([f"members {missing} listed in the header are missing"] if missing else [])))
+        for name, (dtype, shape) in declared.items():
+            _check_size(path, members[name], dtype.itemsize * math.prod(shape), dtype, shape)
+        # Authenticate first, allocating nothing; then read, digesting again.
+        for keep in (False, True):
+            digest, arrays = _scan(path, zf, members, declared, hb, key, keep)
+            if not hmac.compare_digest(stored, digest.encode()):
+                raise ModelFileError(path, "checksum mismatch: the file was tampered with or corrupted"
+                                           + (" (or the key is wrong)" if signed else ""))
+    return _to_result(path, header, _check_model(path, header, arrays))
+
+
+@contextmanager
+def _zip_errors(path):
+    """The zip and .npy layers' failures, whatever their type, mean a damaged file."""
+    try:
+        yield
+    except (ModelFileError, MemoryError):
+        raise
+    except Exception as exc:
+        raise ModelFileError(path, f"tampered or corrupted ({type(exc).__name__}: {exc})") from None
+
+
+def _open_archive(path, f) -> zipfile.ZipFile:
+    """The file as a ``ZipFile``, once its directory is known to be small."""
+    head = f.read(4)
+    if head != b"PK\x03\x04":
+        raise ModelFileError(path, f"not an svmopt model file (expected a '{FORMAT}' .npz archive)")
+    # zipfile reads the whole central directory and makes an object per entry: bound it first.
+    # It is found through the 22-byte end record (save_model writes no zip comment) and, for
+    # archives over 4 GiB, the zip64 record that a 20-byte locator before it points to.
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(size - 42, 0))
+    tail = f.read()
+    end = tail[-22:]
+    if len(end) < 22 or end[:4] != b"PK\x05\x06" or end[20:22] != b"\0\0":
+        raise ModelFileError(path, "tampered or corrupted (the file does not end with a zip end record; "
+                                   "save_model writes no zip comment)")
+    counts = [int.from_bytes(end[8:10], "little"), int.from_bytes(end[10:12], "little")]
+    cd_size = int.from_bytes(end[12:16], "little")
+    if tail[-42:-38] == b"PK\x06\x07":  # zip64 locator
+        f.seek(int.from_bytes(tail[-34:-26], "little"))
+        rec = f.read(56)
+        if rec[:4] == b"PK\x06\x06":
+            counts += [int.from_bytes(rec[24:32], "little"), int.from_bytes(rec[32:40], "little")]
+            cd_size = max(cd_size, int.from_bytes(rec[40:48], "little"))
+    if max(counts) > len(_KINDS) + 2 or cd_size > _MAX_DIRECTORY:
+        raise ModelFileError(path, f"tampered or corrupted (its zip directory lists {max(counts)} entries "
+                                   f"in {cd_size} bytes; a model has at most {len(_KINDS) + 2})")
+    f.seek(0)
+    with _zip_errors(path):
+        return zipfile.ZipFile(f)
+
+
+def _check_members(path, zf) -> dict:
+    """{array name: ZipInfo}: known names, once each, stored or deflated, not encrypted."""
+    infos = zf.infolist()
+    if "header.npy" not in [i.filename for i in infos]:
+        raise ModelFileError(path, f"not an svmopt model file (no header; expected a '{FORMAT}' archive)")
+    members = {}
+    for info in infos:
+        name = info.filename[:-4] if info.filename.endswith(".npy") else None
+        problem = None
+        if name not in _KINDS and name not in ("header", "checksum"):
+            problem = f"unexpected member '{info.filename}'"
+        elif name in members:
+            problem = f"member '{info.filename}' appears twice"
+        elif info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            problem = f"member '{info.filename}' uses zip compression method {info.compress_type}"
+        elif info.flag_bits & ~0x080E:  # allowed: deflate options, data descriptor, UTF-8 name
+            problem = f"member '{info.filename}' has zip flags {info.flag_bits:#x} (encrypted or unsupported)"
+        if problem:
+            raise ModelFileError(path, f"tampered or corrupted ({problem})")
+        members[name] = info
+    if "checksum" not in members:
+        raise ModelFileError(path, "tampered or corrupted (no checksum member)")
+    return members
+
+
+def _check_size(path, info, nbytes, dtype, shape):
+    """A member's declared uncompressed size: its data plus a .npy header of bounded length."""
+    if not nbytes + 10 <= info.file_size <= nbytes + _MAX_NPY_HEADER:
+        raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' declares "
+                                   f"{info.file_size} bytes; {dtype.str} {tuple(shape)} needs {nbytes} "
+                                   "plus a .npy header)")
+
+
+@contextmanager
+def _npy(path, zf, info):
+    """Open one member, read its .npy header; yields (stream at the data, dtype, shape).
+
+    The caller has bounded ``info.file_size``; here the .npy header must account for it exactly.
+    """
+    fmt = np.lib.format
+    with _zip_errors(path):
+        fp = zf.open(info)
+    with fp:
+        with _zip_errors(path):
+            version = fmt.read_magic(fp)
+            if version not in ((1, 0), (2, 0)):
+                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' is .npy "
+                                           f"version {version})")
+            # numpy reads a header of the length the file states before comparing it with
+            # max_header_size: look at that length first.
+            length = int.from_bytes(fp.read(2 if version == (1, 0) else 4), "little")
+            if length > _MAX_NPY_HEADER:
+                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' states a "
+                                           f".npy header of {length} bytes)")
+            fp.seek(0)
+            fmt.read_magic(fp)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read(fp, max_header_size=_MAX_NPY_HEADER)
+            at = fp.tell()
+        if fortran or dtype.hasobject or at + dtype.itemsize * math.prod(shape) != info.file_size:
+            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}': .npy header "
+                                       f"{dtype.str} {shape}{' Fortran order' if fortran else ''} does not "
+                                       f"match its {info.file_size} bytes)")
+        yield fp, dtype, shape
+
+
+def _read_data(path, fp, info, nbytes, sink):
+    """Pass the member's ``nbytes`` data bytes to ``sink(offset, chunk)`` a chunk at a time
+    (zipfile checks the CRC as the last byte is read)."""
+    done = 0
+    while done < nbytes:
+        with _zip_errors(path):
+            chunk = fp.read(min(_CHUNK, nbytes - done))
+        if not chunk:
+            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' ends early)")
+        sink(done, chunk)
+        done += len(chunk)
+
+
+def _small_member(path, zf, members, name, limit) -> bytes:
+    """The bytes of the uint8 vector ``name`` (at most ``limit`` of them)."""
+    info = members[name]
+    if info.file_size > limit + _MAX_NPY_HEADER:
+        raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' declares {info.file_size} "
+                                   f"bytes; at most {limit} expected)")
+    with _npy(path, zf, info) as (fp, dtype, shape):
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' is {dtype.str} {shape}, "
+                                       "expected a uint8 vector)")
+        parts = []
+        _read_data(path, fp, info, shape[0], lambda at, chunk: parts.append(chunk))
+    return b"".join(parts)
+
+
+def _scan(path, zf, members, declared, hb, key, keep):
+    """Digest the payload streaming the members; with ``keep``, also read the arrays."""
+    h = _hasher(key)
+    h.update(hb)
+    arrays = {}
+    for name in sorted(declared):
+        dtype, shape = declared[name]
+        h.update(_tag(name, dtype.str, shape))
+        info = members[name]
+        with _npy(path, zf, info) as (fp, got, got_shape):
+            if got.str != dtype.str or got_shape != shape:
+                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' holds {got.str} "
+                                           f"{got_shape}, the header says {dtype.str} {shape})")
+            flat = None
+            if keep:
+                arrays[name] = np.empty(shape, dtype)
+                flat = arrays[name].reshape(-1).view(np.uint8)
+
+            def sink(at, chunk, flat=flat):
+                h.update(chunk)
+                if flat is not None:
+                    flat[at:at + len(chunk)] = np.frombuffer(chunk, np.uint8)
+
+            _read_data(path, fp, info, dtype.itemsize * math.prod(shape), sink)
+    return h.hexdigest(), arrays
+
+
+# --------------------------------------------------------------------------- header
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _no_duplicates(pairs):
+    seen = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise ValueError(f"duplicate key {k!r}")
+        seen.add(k)
+    return dict(pairs)
+
+
+def _parse_header(path, hb: bytes) -> dict:
+    """The header's JSON object, its nesting depth checked before the (recursive) parser runs."""
+    try:
+        text = hb.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelFileError(path, "tampered or corrupted (the header is not UTF-8 text)") from None
+    # Brackets outside strings, as a JSON lexer reads them (an unterminated string only over-counts).
+    b = np.frombuffer(_JSON_STRING.sub("", text).encode(), np.uint8)
+    steps = np.isin(b, (91, 123)).astype(np.int64) - np.isin(b, (93, 125))
+    depth = int(np.cumsum(steps).max(initial=0))
+    if depth > _MAX_DEPTH:
+        raise ModelFileError(path, f"tampered or corrupted (the header nests {depth} deep; at most {_MAX_DEPTH})")
+    try:
+        header = json.loads(text, object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        raise ModelFileError(path, f"tampered or corrupted (the header is not valid JSON: {exc})") from None
     found = header.get("format") if isinstance(header, dict) else None
     if found != FORMAT:
         raise ModelFileError(path, f"not an svmopt model file (format {found!r}, expected '{FORMAT}')")
-    version = header.get("version")
-    if not isinstance(version, int) or version < 1:
+    return header
+
+
+def _is_int(v) -> bool:
+    return type(v) is int  # JSON true / false are Python bools, which are ints too
+
+
+def _is_number(v) -> bool:
+    return type(v) in (int, float)
+
+
+def _check_header(path, h: dict, max_bytes) -> dict:
+    """Check what can be checked before the arrays are read; returns {name: (dtype, shape)}."""
+    def bad(msg):
+        return ModelFileError(path, f"invalid model: {msg}")
+
+    version = h.get("version")
+    if not _is_int(version) or version < 1:
         raise ModelFileError(path, f"tampered or corrupted (bad format version {version!r})")
     if version > VERSION:
-        raise ModelFileError(path, f"format version {version} (written by svmopt {header.get('svmopt_version')}) "
+        raise ModelFileError(path, f"format version {version} (written by svmopt {h.get('svmopt_version')}) "
                                    f"is newer than this svmopt {_version()} reads (up to {VERSION}); upgrade svmopt")
-    signed = header.get("mac") == "hmac-sha256"
-    if signed and key is None:
-        raise ModelFileError(path, "the file is signed (HMAC-SHA256): pass the key it was saved with")
-    if key is not None and not signed:
-        raise ModelFileError(path, "a key was given but the file is not signed; refusing it")
-    if not hmac.compare_digest(stored, _digest(_payload(hb, arrays), key)):
-        raise ModelFileError(path, "checksum mismatch: the file was tampered with or corrupted"
-                                   + (" (or the key is wrong)" if signed else ""))
-    if sorted(header.get("arrays", {})) != sorted(arrays):
-        raise ModelFileError(path, "tampered or corrupted (its arrays differ from the header's list)")
-    return _to_result(path, header, arrays)
+    sparse = isinstance(h.get("arrays"), dict) and "sv_data" in h["arrays"]
+    expected = _HEADER_KEYS | ({"sv_shape"} if sparse else set())
+    if set(h) != expected:
+        raise bad(f"header fields {sorted(set(h) ^ expected)} are missing or unexpected")
+    if h["mac"] not in ("sha256", "hmac-sha256"):
+        raise bad(f"mac {h['mac']!r} is not 'sha256' or 'hmac-sha256'")
+    for k in ("svmopt_version", "method", "loss"):
+        if type(h[k]) is not str:
+            raise bad(f"{k} {h[k]!r} is not a string")
+    if h["kind"] not in ("binary", "ovr"):
+        raise bad(f"kind {h['kind']!r} is not 'binary' or 'ovr'")
+    if h["model"] not in ("linear", "kernel"):
+        raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
+    if not (_is_int(h["n_features"]) and h["n_features"] >= 0):
+        raise bad(f"n_features {h['n_features']!r} is not a non-negative integer")
+    if not (h["reg"] is None or type(h["reg"]) is str):
+        raise bad(f"reg {h['reg']!r} is not a string or null")
+    if not (_is_number(h["C"]) or type(h["C"]) is str):
+        raise bad(f"C {h['C']!r} is not a number or string")
+    s = h["intercept_scaling"]
+    if not (s is None or (_is_number(s) and math.isfinite(s) and s > 0)):
+        raise bad(f"intercept_scaling {s!r} is not null or a positive number")
+    if not (h["estimator"] is None or isinstance(h["estimator"], dict)):
+        raise bad("estimator is not an object or null")
+    if (h["kernel"] is None) != (h["model"] == "linear"):
+        raise bad(f"a {h['model']} model with kernel {h['kernel']!r}")
+    if h["kernel"] is not None:
+        _build_kernel(path, h["kernel"])
+    if "sv_shape" in h and not (isinstance(h["sv_shape"], list) and len(h["sv_shape"]) == 2
+                                and all(_is_int(v) and v >= 0 for v in h["sv_shape"])):
+        raise bad(f"sv_shape {h['sv_shape']!r} is not two non-negative integers")
+
+    arrays = h["arrays"]
+    if not isinstance(arrays, dict):
+        raise bad("arrays is not an object")
+    declared, total = {}, 0
+    for name, spec in arrays.items():
+        if name not in _KINDS:
+            raise bad(f"unknown array {name!r}")
+        if not (isinstance(spec, dict) and set(spec) == {"dtype", "shape"} and type(spec["dtype"]) is str
+                and isinstance(spec["shape"], list) and len(spec["shape"]) <= 2
+                and all(_is_int(n) and n >= 0 for n in spec["shape"])):
+            raise bad(f"array {name!r}: {spec!r} is not {{'dtype': str, 'shape': [at most 2 sizes]}}")
+        dtype = _dtype(spec["dtype"])
+        if dtype is None or dtype.kind not in _KINDS[name]:
+            raise bad(f"array {name!r} has dtype {spec['dtype']!r}; expected kind {_KINDS[name]!r}"
+                      + (" (pickled Python objects are never loaded)" if "O" in spec["dtype"] else ""))
+        shape = tuple(spec["shape"])
+        total += dtype.itemsize * math.prod(shape)
+        declared[name] = dtype, shape
+    if total > max_bytes:
+        raise ModelFileError(path, f"its arrays declare {total} bytes, more than max_bytes={max_bytes}; "
+                                   "pass a larger max_bytes to load_model if the file is trusted")
+    return declared
+
+
+def _dtype(s: str):
+    """The dtype named by the header, or None; only canonical names of plain dtypes."""
+    if len(s) > 16:
+        return None
+    try:
+        dtype = np.dtype(s)
+    except Exception:  # numpy raises several types for unparseable names
+        return None
+    return dtype if dtype.str == s and not dtype.fields and not dtype.subdtype else None
+
+
+def _build_kernel(path, spec):
+    from . import kernels
+
+    name = spec.get("name") if isinstance(spec, dict) else None
+    if not (isinstance(spec, dict) and set(spec) == {"name", "params"} and name in _KERNEL_PARAMS
+            and isinstance(spec["params"], dict) and sorted(spec["params"]) == list(_KERNEL_PARAMS[name])
+            and all(_is_number(v) and math.isfinite(v) for v in spec["params"].values())):
+        raise ModelFileError(path, f"invalid model: kernel {spec!r} is not one of {sorted(_KERNEL_PARAMS)} "
+                                   "with its finite parameters")
+    if name == "linear":
+        return kernels.linear
+    try:
+        return getattr(kernels, name)(**spec["params"])
+    except ValueError as exc:
+        raise ModelFileError(path, f"invalid model: kernel {spec!r}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _check_model(path, h, a) -> dict:
+    """Which arrays a model of this kind has, their shapes against each other, their values."""
+    def bad(msg):
+        return ModelFileError(path, f"invalid model: {msg}")
+
+    ovr, kernel, d = h["kind"] == "ovr", h["model"] == "kernel", h["n_features"]
+    need = {"b", *_REPORT} | ({"classes"} if ovr else set())
+    if not kernel:
+        need |= {"w"}
+    elif "sv" in a:
+        need |= {"sv", "dual_coef"}
+    else:
+        need |= {"sv_data", "sv_indices", "sv_indptr", "dual_coef"}
+    allowed = need | {"classes"}
+    if not need <= set(a) <= allowed:
+        raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}")
+
+    if "classes" in a:
+        c = a["classes"]
+        if c.ndim != 1 or c.shape[0] < 2 or (not ovr and c.shape[0] != 2) or len(np.unique(c)) != c.shape[0]:
+            raise bad(f"classes {c!r} are not {'K >= 2' if ovr else '2'} distinct labels")
+        if c.dtype.kind == "f" and not np.isfinite(c).all():
+            raise bad("classes are not finite")
+    lead = (a["classes"].shape[0],) if ovr else ()
+    for name in ("b", *_REPORT):
+        if a[name].shape != lead:
+            raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
+    if not np.isin(a["status"], [s.value for s in Status]).all():
+        raise bad(f"status {a['status'].tolist()} is not a status code {[s.value for s in Status]}")
+    if (a["iterations"] < 0).any():
+        raise bad("iterations are negative")
+
+    if not kernel:
+        if a["w"].shape != lead + (d,):
+            raise bad(f"w has shape {a['w'].shape}; expected {lead + (d,)} (n_features {d})")
+        weights = ("w", "b")
+    else:
+        if "sv" in a:
+            n_sv = a["sv"].shape[0] if a["sv"].ndim == 2 else -1
+            if a["sv"].shape != (n_sv, d):
+                raise bad(f"sv has shape {a['sv'].shape}; expected (n_sv, {d}) (n_features {d})")
+            weights = ("sv", "dual_coef", "b")
+        else:
+            n_sv = h["sv_shape"][0]
+            ptr, idx, nnz = a["sv_indptr"], a["sv_indices"], a["sv_data"].shape
+            if h["sv_shape"][1] != d or ptr.shape != (n_sv + 1,) or idx.shape != nnz or len(nnz) != 1:
+                raise bad(f"sparse support vectors: sv_shape {h['sv_shape']}, indptr {ptr.shape}, indices "
+                          f"{idx.shape}, data {nnz} do not fit together (n_features {d})")
+            if ptr[0] != 0 or ptr[-1] != nnz[0] or (np.diff(ptr) < 0).any() or ((idx < 0) | (idx >= d)).any():
+                raise bad("sparse support vectors: indptr is not 0 .. nnz non-decreasing, "
+                          "or a column index is out of range")
+            weights = ("sv_data", "dual_coef", "b")
+        if a["dual_coef"].shape != lead + (n_sv,):
+            raise bad(f"dual_coef has shape {a['dual_coef'].shape}; expected {lead + (n_sv,)}")
+    if (a["status"] == Status.CONVERGED).all() and not all(np.isfinite(a[k]).all() for k in weights):
+        raise bad(f"status says converged but {'/'.join(weights)} hold nan or inf")
+    return a
 
 
 def _to_result(path, header, a):
@@ -251,15 +633,12 @@ def _to_result(path, header, a):
         report["status"] = Status(int(report["status"]))
     kernel = sv = dual_coef = w = None
     if header["model"] == "kernel":
-        kernel = _build_kernel(header["kernel"])
+        kernel = _build_kernel(path, header["kernel"])
         sv = a["sv"] if "sv" in a else sp.csr_matrix((a["sv_data"], a["sv_indices"], a["sv_indptr"]),
                                                       shape=tuple(header["sv_shape"]))
         dual_coef = a["dual_coef"]
     else:
         w = a["w"]
-        if w.shape[-1] != header["n_features"] or (ovr and w.shape[0] != a["b"].shape[0]):
-            raise ModelFileError(path, f"inconsistent model: w has shape {w.shape}, b {a['b'].shape}, "
-                                       f"n_features {header['n_features']}")
     if ovr:
         from .multiclass import MulticlassResult as cls
     else:

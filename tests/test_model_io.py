@@ -1,6 +1,7 @@
 """Model files: round trips (binary, one-vs-rest, kernel, estimator) predict the same,
 and every kind of bad file fails with a ModelFileError naming the file."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,8 +151,13 @@ def test_newer_version_refused(saved):
         load_model(saved)
 
 
-@pytest.mark.parametrize("edit", ["weight", "classes", "header", "extra", "dropped"])
-def test_tampering_detected(saved, edit):
+@pytest.mark.parametrize("edit, reason", [
+    ("weight", "checksum mismatch: the file was tampered with or corrupted"),
+    ("classes", "checksum mismatch: the file was tampered with or corrupted"),
+    ("header", "checksum mismatch: the file was tampered with or corrupted"),
+    ("extra", r"tampered or corrupted \(unexpected member 'backdoor.npy'\)"),
+    ("dropped", r"tampered or corrupted: members \['b'\] listed in the header are missing")])
+def test_tampering_detected(saved, edit, reason):
     a = _members(saved)
     if edit == "weight":
         a["w"] = a["w"].copy()
@@ -167,7 +173,7 @@ def test_tampering_detected(saved, edit):
     else:
         del a["b"]
     _rewrite(saved, a)
-    with pytest.raises(ModelFileError, match="heart.model': checksum mismatch: the file was tampered with or corrupt"):
+    with pytest.raises(ModelFileError, match="heart.model': " + reason):
         load_model(saved)
 
 
@@ -187,9 +193,30 @@ def test_corrupted_bytes(saved):
 def test_pickled_member_refused(saved):
     a = _members(saved)
     a["w"] = np.array([{"__reduce__": "os.system"}], dtype=object)
-    _rewrite(saved, a)
-    with pytest.raises(ModelFileError, match="pickled Python objects, which are never loaded"):
+    _rewrite(saved, a)  # np.savez pickles it
+    with pytest.raises(ModelFileError, match="tampered or corrupted.*'w.npy'"):
         load_model(saved)
+    # the same with the header declaring it (refused before the checksum is looked at)
+    h = json.loads(a["header"].tobytes())
+    h["arrays"]["w"] = {"dtype": "|O", "shape": [1]}
+    a["header"] = np.frombuffer(json.dumps(h).encode(), np.uint8)
+    _rewrite(saved, a)
+    with pytest.raises(ModelFileError, match="pickled Python objects are never loaded"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("name, key", [("heart_v1.model", None), ("poly_sparse_signed_v1.model", b"k")])
+def test_files_from_the_first_writer_load(heart, name, key):
+    """tests/data holds models written by the first save_model (commit 850f8a2): the
+    checksum definition and the format did not change."""
+    X, _ = heart
+    m = load_model(Path(__file__).parent / "data" / name, key=key)
+    if key is None:  # solve(X, y, C=0.7, max_iter=50) on heart_scale, float64
+        assert m.status is Status.MAX_ITER and m.iterations == 50 and m.w.shape == (13,)
+        assert np.mean(m.predict(X) == heart[1]) > 0.8
+    else:  # polynomial(degree=2, gamma=0.5, coef0=1) on X[:5], dual_coef 0..4, b 0.25
+        f = (0.5 * (X.toarray() @ X[:5].toarray().T) + 1.0) ** 2 @ np.arange(5.0) + 0.25
+        np.testing.assert_allclose(m.decision_function(X), f, rtol=1e-12)
 
 
 def test_unsavable_models(binary, tmp_path):

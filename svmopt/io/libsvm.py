@@ -14,6 +14,14 @@ The reader is vectorized: the whole file is read into memory, token and line
 boundaries are found with numpy on the byte buffer and all numbers are parsed
 by ``np.fromstring``, a few MB at a time. Python only looks at individual lines once
 the vectorized checks have found a problem, to say precisely what and where.
+
+What it guarantees: a file loads only if every line is well formed, and then the
+numbers are exactly what the text says (values and labels as Python's ``float``
+reads them; indices and qids as exact integers). Feature indices give int32
+column indices (at most 2**31 - 1 columns, what scipy and the solvers index
+with); qids fit in int64. Any other file raises ``LibsvmFormatError`` naming the
+file and the first bad line, on every supported numpy (numpy < 2 stops parsing
+silently at unreadable text where numpy 2 raises; the reader notices both).
 """
 from __future__ import annotations
 
@@ -40,7 +48,8 @@ _COMMENT = re.compile(rb"#[^\n]*")
 _FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _NONFINITE = re.compile(rb"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _DIGITS = re.compile(rb"\d+")
-_MAX_INDEX = 2**53 - 1  # indices are parsed as float64: exact up to here
+_MAX_COLUMNS = 2**31 - 1  # int32 column indices; also exact as float64, which parses them
+_MAX_QID = 2**63 - 1
 _CHUNK = 1 << 22  # bytes parsed at a time (rounded up to a whole line)
 
 
@@ -74,14 +83,38 @@ def _read_bytes(source) -> tuple[bytes, str]:
         return f.read(), Path(path).name
 
 
+def _numbers(text: bytes, count: int):
+    """The ``count`` whitespace-separated numbers of ``text``, or None if they are not that.
+
+    numpy 2 raises on unparseable text; numpy 1 stops there with only a warning. A
+    sentinel number at the end makes the second case visible too: it goes missing.
+    """
+    try:
+        fields = np.fromstring(text + b" 0", sep=" ")
+    except ValueError:
+        return None
+    return fields[:-1] if len(fields) == count + 1 else None
+
+
+def _integer(digits: bytes) -> int:
+    """A digit string's exact value; 2**64 for longer ones (int() refuses > 4300 digits)."""
+    d = digits.lstrip(b"0")
+    return int(d or b"0") if len(d) <= 20 else 2**64
+
+
+def _show(tok: bytes) -> str:
+    text = tok.decode(errors="replace")
+    return repr(text if len(text) <= 40 else text[:40] + "...")
+
+
 def _number(tok: bytes, what: str) -> float:
     if _FLOAT.fullmatch(tok):
         v = float(tok)
         if math.isfinite(v):
             return v
     elif not _NONFINITE.fullmatch(tok):
-        raise ValueError(f"{what} {tok.decode(errors='replace')!r} is not a number")
-    raise ValueError(f"{what} {tok.decode(errors='replace')!r} is not finite")
+        raise ValueError(f"{what} {_show(tok)} is not a number")
+    raise ValueError(f"{what} {_show(tok)} is not finite")
 
 
 def _parse_line(line: bytes, zero_based: bool = False, n_features: int | None = None):
@@ -95,34 +128,35 @@ def _parse_line(line: bytes, zero_based: bool = False, n_features: int | None = 
     if not toks:
         return None
     if b":" in toks[0]:
-        raise ValueError(f"missing label (line starts with {toks[0].decode(errors='replace')!r})")
+        raise ValueError(f"missing label (line starts with {_show(toks[0])})")
     label = _number(toks[0], "label")
     qid = None
     if len(toks) > 1 and toks[1].startswith(b"qid:"):
         if not _DIGITS.fullmatch(toks[1][4:]):
-            raise ValueError(f"bad qid token {toks[1].decode(errors='replace')!r}")
-        qid = int(toks[1][4:])
+            raise ValueError(f"bad qid token {_show(toks[1])}")
+        qid = _integer(toks[1][4:])
+        if qid > _MAX_QID:
+            raise ValueError(f"qid {_show(toks[1][4:])} is out of range (int64: at most 2**63 - 1)")
         toks = toks[1:]
     indices, values = [], []
     for tok in toks[1:]:
-        shown = tok.decode(errors="replace")
         parts = tok.split(b":")
         if len(parts) != 2 or not parts[0]:
-            raise ValueError(f"bad token {shown!r} (expected index:value)")
+            raise ValueError(f"bad token {_show(tok)} (expected index:value)")
         if not parts[1]:
-            raise ValueError(f"missing value in {shown!r} (truncated line?)")
+            raise ValueError(f"missing value in {_show(tok)} (truncated line?)")
         if not _DIGITS.fullmatch(parts[0]):
-            raise ValueError(f"feature index {parts[0].decode(errors='replace')!r} "
-                             "is not a non-negative integer")
-        idx = int(parts[0])
+            raise ValueError(f"feature index {_show(parts[0])} is not a non-negative integer")
+        idx = _integer(parts[0])
         if idx == 0 and not zero_based:
             raise ValueError("feature index 0 is not positive (indices are 1-based)")
         if indices and idx <= indices[-1]:
             raise ValueError(f"feature index {idx} is not greater than the previous "
                              f"index {indices[-1]} (indices must increase within a line)")
-        limit = _MAX_INDEX if n_features is None else n_features - 1 + (not zero_based)
-        if idx > limit:
-            raise ValueError(f"feature index {idx} is out of range (n_features={n_features})")
+        if idx > (_MAX_COLUMNS if n_features is None else n_features) - 1 + (not zero_based):
+            raise ValueError(f"feature index {_show(parts[0])} is out of range " + (
+                f"(n_features={n_features})" if n_features is not None
+                else f"(at most {_MAX_COLUMNS} columns: column indices are int32)"))
         values.append(_number(parts[1], f"value of feature {idx}"))
         indices.append(idx)
     return label, qid, indices, values
@@ -203,32 +237,36 @@ def _parse(data, name, zero_based, n_features, dtype):
         t[q], t[q + 1], t[q + 2] = ord("0"), 32, 32
         text = t.tobytes()
     nfield = np.where(first, 1, 2)
-    try:
-        # (guard: np.fromstring returns [-1.] for whitespace-only text)
-        fields = np.fromstring(text, sep=" ") if len(ts) else np.zeros(0)
-    except ValueError:
-        fields = None
-    if fields is None or len(fields) != nfield.sum():
+    fields = _numbers(text, int(nfield.sum()))
+    if fields is None:
         fail()
     at = np.cumsum(nfield) - nfield  # position of each token's first number in fields
 
     y, idx, val = fields[at[first]], fields[at[feat]], fields[at[feat] + 1]
     fline = line[feat]
     lo = 0 if zero_based else 1
-    hi = _MAX_INDEX if n_features is None else n_features - 1 + lo
+    hi = (_MAX_COLUMNS if n_features is None else n_features) - 1 + lo
     same_line = np.concatenate(([False], fline[1:] == fline[:-1]))
     not_increasing = same_line & (idx <= np.concatenate(([np.inf], idx[:-1])))
+    # qids of more than 15 digits may lose some as float64: read those again exactly
+    qpos = np.flatnonzero(is_qid)
+    long = te[qpos] - cp[qpos] - 1 > 15
+    qval = np.where(long, 0, fields[at[qpos] + 1]).astype(np.int64)
+    long = np.flatnonzero(long)
+    exact = [_integer(data[cp[qpos[k]] + 1:te[qpos[k]]]) for k in long]
+    overflow = [k for k, v in zip(long, exact) if v > _MAX_QID]
     bad_line = _first_min(line[first][~np.isfinite(y)], fline[~np.isfinite(val)],
-                          fline[(idx < lo) | (idx > hi) | not_increasing])
+                          fline[(idx < lo) | (idx > hi) | not_increasing], line[qpos[overflow]])
     if bad_line is not None:
         fail(bad_line)  # exact: every line before it passed every check
+    qval[long] = np.array(exact, np.int64)
 
     row_of = np.cumsum(first) - 1  # row of each token
     qid = None
-    if is_qid.any():
+    if len(qpos):
         qid = np.zeros(len(y), np.int64)
-        qid[row_of[is_qid]] = fields[at[is_qid] + 1]
-    cols = idx.astype(np.int32 if len(idx) == 0 or idx.max() < 2**31 else np.int64) - lo
+        qid[row_of[qpos]] = qval
+    cols = idx.astype(np.int32) - lo
     counts = np.bincount(row_of[feat], minlength=len(y))
     return y, qid, counts, cols, val.astype(dtype, copy=False)
 
@@ -264,6 +302,8 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     LibsvmFormatError
         On any malformed line; the message names the file and the 1-based line.
     """
+    if n_features is not None and not 0 <= n_features <= _MAX_COLUMNS:
+        raise ValueError(f"n_features must be in [0, {_MAX_COLUMNS}] (int32 column indices), got {n_features}")
     data, name = _read_bytes(path)
     # Work in chunks of whole lines: the temporaries (several times the text size)
     # stay small and cache-friendly, and an error rescans at most one chunk.
@@ -290,7 +330,7 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     y, counts, cols, val = (np.concatenate(a) for a in (y, counts, cols, val))
 
     n_rows = len(y)
-    itype = np.int32 if len(cols) < 2**31 and cols.dtype == np.int32 else np.int64
+    itype = np.int32 if len(cols) < 2**31 else np.int64
     indptr = np.zeros(n_rows + 1, itype)
     np.cumsum(counts, out=indptr[1:])
     if n_features is None:
