@@ -108,13 +108,15 @@ def project_dual(pb: Problem, alpha):
     return alpha
 
 
-def dual_objective(pb: Problem, alpha):
+def dual_objective(pb: Problem, alpha, v=None):
     """D(alpha) = sum_i C s_i (-l*(-alpha_i / (C s_i))) - R*(sum_i alpha_i y_i x_i) for feasible alpha.
 
-    Returns (D, v) where v = X^T (alpha * y), so callers can reuse it. The regularizer's
-    ``dual_scale`` shrinks alpha into the domain of R* first (l1-type penalties).
+    Returns (D, v) where v = X^T (alpha * y), so callers can reuse it (or pass it in when they
+    already have it). The regularizer's ``dual_scale`` shrinks alpha into the domain of R* first
+    (l1-type penalties).
     """
-    v = pb.op.rmatvec(alpha * pb.y)
+    if v is None:
+        v = pb.op.rmatvec(alpha * pb.y)
     theta = pb.reg.dual_scale(v)
     alpha, v = alpha * theta, v * theta
     return dual_loss_part(pb, alpha) - pb.reg.conjugate(v), v

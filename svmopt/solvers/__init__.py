@@ -5,6 +5,7 @@ from .cutting_plane import CuttingPlane, cutting_plane
 from .nesvm import NESVM, homotopy_nesvm, nesvm
 from .dual_cd import DualCD, dual_cd
 from .alfpgm import ALFPGM, alfpgm
+from .newton import Newton, newton
 
 __all__ = ["Method", "ALM", "alm", "CuttingPlane", "cutting_plane", "NESVM", "nesvm", "homotopy_nesvm",
-           "DualCD", "dual_cd", "ALFPGM", "alfpgm"]
+           "DualCD", "dual_cd", "ALFPGM", "alfpgm", "Newton", "newton"]

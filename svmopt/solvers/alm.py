@@ -21,9 +21,12 @@ regularizer with a prox (l1, elastic net, a custom one) takes a proximal gradien
 with step 1/L, L = lambda_max([X 1]^T [X 1]) by power iteration.
 
 Stopping (``criterion``):
-  "gap"  (default) relative duality gap (P - D)/|P| <= tol, with alpha = -y lam (hinge)
-         or -C s l'(margin) (differentiable losses) as the dual point, projected to be
-         feasible. Certifies the answer; works for p = 1.
+  "gap"  (default) relative duality gap (P - D)/|P| <= tol, with the multipliers alpha = -y lam
+         (eq. 26) as the dual point, projected to be feasible. Certifies the answer; works for
+         p = 1. For differentiable losses -C s l'(margin) is a dual point too and the better of
+         the two counts (one more X^T u per iteration): along a run the multipliers' gap is often
+         10-1000x smaller (with Jacobi preconditioning the other one stalled above 1e-3), while
+         at tight tolerances the other one is exact and the multipliers' can stall.
   "grad" LIBLINEAR's rule ||grad P|| <= grad_tol * ||grad P(0)|| (paper default 0.01);
          needs a differentiable loss (p > 1). The driver then certifies the gap; when
          it is above tol, grad_tol is divided by 10 and the run goes on.
@@ -176,7 +179,10 @@ class ALM(Method):
         # 4. stopping quantities
         primal = primal_objective(pb, w, b, f)
         if self.criterion == "gap":
-            dual, _ = dual_objective(pb, project_dual(pb, _dual_point(pb, f, lam)))
+            dual, _ = dual_objective(pb, project_dual(pb, -y * lam))
+            if pb.loss.is_differentiable:
+                alt, _ = dual_objective(pb, project_dual(pb, -pb.cs * pb.loss.derivative(y * f)))
+                dual = jnp.maximum(dual, jnp.where(jnp.isfinite(alt), alt, -jnp.inf))
             crit = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(primal.dtype).tiny)
         else:
             crit = _grad_norm(pb, w, b, f) / st.g0
@@ -199,14 +205,6 @@ class ALM(Method):
 
     def carry(self, pb, st: ALMState) -> Start:
         return Start(st.w, st.b, -pb.y * st.lam, jnp.asarray(PRIMAL | DUAL, jnp.int32), st.mu)
-
-
-def _dual_point(pb: Problem, f, lam):
-    """-C s l'(margin) for differentiable losses (exact at the optimum and as accurate as the
-    primal), the multipliers for the hinge (eq. 26: alpha = -y lam)."""
-    if pb.loss.is_differentiable:
-        return -pb.cs * pb.loss.derivative(pb.y * f)
-    return -pb.y * lam
 
 
 def _grad_norm(pb: Problem, w, b, f):
