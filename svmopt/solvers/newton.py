@@ -26,8 +26,9 @@ y^T alpha = 0) + one pass over X o X for the preconditioner.
 
 Stopping: the relative duality gap (P - D)/|P| <= tol (every method's rule) with the dual point
 alpha = -C s l'(margin) (projected when an intercept is fitted), computed after every step. The
-objective-change safeguard (no relative decrease above ``obj_tol`` in ``patience`` iterations)
-ends a run that can no longer make progress (round-off) as STALLED.
+safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
+iterations, neither a relative decrease of the objective above ``obj_tol`` nor one of the gap
+above 1%.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from jax import lax
 
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
-from ._base import PRIMAL, Iterate, Method, Start, check_positive, require, start_or, stall_update, static
+from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, start_or, stall_update, static
 
 __all__ = ["Newton", "newton"]
 
@@ -55,7 +56,7 @@ class NewtonState(NamedTuple):
     crit: Any  # relative duality gap at (w, b)
     step: Any  # the last line-search step
     cg: Any  # CG steps so far (diagnostic)
-    best: Any
+    best: Any  # (best objective, best gap) for the safeguard
     since: Any
 
 
@@ -67,7 +68,8 @@ class Newton(Method):
     cg_iters    cap on CG steps per Newton iteration (default 100)
     cg_eta      the quadratic-model rule's constant (LIBLINEAR's eps_cg, 0.5)
     pre_mix     preconditioner (1 - a) I + a diag(H); a = 1 (default): plain Jacobi
-    obj_tol, patience   the objective-change safeguard (1e-10 relative, 20 iterations)
+    obj_tol, patience   the safeguard: STALLED when neither the objective improved by obj_tol (1e-10,
+                        relative) nor the gap by 1% in ``patience`` (20) iterations
     precondition        diagonal preconditioning of CG (default on)
     """
 
@@ -96,16 +98,20 @@ class Newton(Method):
     def default_max_iter(self, pb) -> int:
         return 500
 
+    def aux_template(self, pb):
+        dt = pb.dtype  # what an exact resume needs beyond (w, b): f as updated in place, the safeguard
+        return dict(f=jnp.zeros((pb.n,), dt), best=jnp.full((2,), jnp.inf, dt), since=jnp.zeros((), jnp.int32))
+
     def init(self, pb: Problem, start: Start) -> NewtonState:
         dt = pb.dtype
         w, b = start_or(start, PRIMAL, (start.w, start.b), (jnp.zeros((pb.d,), dt), jnp.zeros((), dt)))
         if not pb.fit_intercept:
             b = jnp.zeros((), dt)
-        f = pb.op.matvec(w) + b
+        aux = start_or(start, RESUME, start.aux, dict(self.aux_template(pb), f=pb.op.matvec(w) + b))
+        f = aux["f"]
         gw, gb, obj, crit = _measure(pb, w, b, f, self.tol)
-        inf = jnp.asarray(jnp.inf, dt)
         return NewtonState(w=w, b=b, f=f, gw=gw, gb=gb, obj=obj, crit=crit, step=jnp.ones((), dt),
-                           cg=jnp.asarray(0, jnp.int32), best=inf, since=jnp.asarray(0, jnp.int32))
+                           cg=jnp.asarray(0, jnp.int32), best=aux["best"], since=aux["since"])
 
     def step(self, pb: Problem, st: NewtonState) -> NewtonState:
         dt = pb.dtype
@@ -114,24 +120,28 @@ class Newton(Method):
         live = (pb.s > 0).astype(dt)
         fb = 1.0 if pb.fit_intercept else 0.0
 
+        c = pb.reg.quadratic if pb.reg.quadratic is not None else 1.0
+        # the intercept's curvature sum(D) is 0 when every margin sits on a linear piece of the loss
+        # (the smoothed hinge at w = 0): a damping of c keeps its Newton step finite there
+        damp_b = jnp.where(jnp.sum(D) > 0, 0.0, c)
+
         def hess(v):
             vw, vb = v
             q = pb.op.matvec(vw) + fb * vb
             Dq = D * q
-            return hvp_reg(vw) + pb.op.rmatvec(Dq), fb * jnp.sum(Dq)
+            return hvp_reg(vw) + pb.op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
 
         if self.precondition:
             a = self.pre_mix
             # X o X: the same operator with every stored value squared (dense or CSR alike)
             sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, pb.op)
             dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(D)
-            db = jnp.sum(D * live)
+            db = jnp.sum(D * live) + damp_b
             mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
             mw = jnp.where(mw > 0, mw, 1.0)
             mb = jnp.where(mb > 0, mb, 1.0)
         else:
             mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
-        c = pb.reg.quadratic if pb.reg.quadratic is not None else 1.0
         target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj)  # ||r||^2 that certifies the next iterate
         (sw, sb), k = _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
         # line search on P(w + t s): f moves along q = X s_w + s_b, no further product with X
@@ -154,7 +164,10 @@ class Newton(Method):
         t = jnp.where(ok, t, 0.0)
         w, b, f = st.w + t * sw, st.b + t * fb * sb, st.f + t * q
         gw, gb, obj, crit = _measure(pb, w, b, f, self.tol)
-        best, since = stall_update(st.best, st.since, obj, self.obj_tol)
+        # stalled: neither the objective (by obj_tol) nor the gap (by 1%) improved in patience steps
+        best_obj, since_obj = stall_update(st.best[0], st.since, obj, self.obj_tol)
+        best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
+        best, since = jnp.stack([best_obj, best_gap]), jnp.minimum(since_obj, since_gap)
         return NewtonState(w=w, b=b, f=f, gw=gw, gb=gb, obj=obj, crit=crit, step=t, cg=st.cg + k, best=best,
                            since=since)
 
@@ -163,6 +176,10 @@ class Newton(Method):
 
     def finalize(self, pb, st: NewtonState) -> Iterate:
         return Iterate(st.w, st.b, None, {"criterion": st.crit, "cg_steps": st.cg, "step": st.step})
+
+    def carry(self, pb, st: NewtonState) -> Start:
+        return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
+                     dict(f=st.f, best=st.best, since=st.since))
 
 
 def _second(loss, m):
@@ -209,7 +226,7 @@ def _pcg(hess, g, M, eta, iters, target):
         s, r, d, zr, Q, k, _ = c
         Hd = hess(d)
         dHd = dot(d, Hd)
-        flat = dHd <= jnp.finfo(dHd.dtype).tiny * 1e6
+        flat = ~(dHd > jnp.finfo(dHd.dtype).tiny * 1e6)  # no curvature left along d (or nan)
         a = jnp.where(flat, 0.0, zr / jnp.where(flat, 1.0, dHd))
         s = axpy(a, d, s)
         r = axpy(-a, Hd, r)

@@ -1,0 +1,163 @@
+"""Truncated Newton against LIBLINEAR, scikit-learn and float64 Newton references on real data."""
+import warnings
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+import svmopt
+from svmopt.losses import MissingCapability, hinge, least_squares, logistic, lp_hinge, smoothed_hinge, squared_hinge
+from svmopt.regularizers import l1, smoothed_l1
+from svmopt.result import Status
+from svmopt.solvers import newton
+import references
+from references import linearsvc, load, pm
+
+F64 = jnp.float64
+LOSSES = {"squared_hinge": (squared_hinge, None), "logistic": (logistic, None), "lp": (lp_hinge(1.5), 1.5)}
+
+
+def _reference_objective(X, y, name, p, s, w, b):
+    val = references._loss_parts(name, p)[0]
+    return 0.5 * w @ w + np.sum(s * val(y * (X @ w + b)))
+
+
+@pytest.mark.parametrize("name", ["a9a", pytest.param("ijcnn1", marks=pytest.mark.slow)])
+def test_bias_feature_matches_liblinear(name):
+    """LIBLINEAR -s 1 -B 1 (through LinearSVC) at a tight tolerance: the same optimum to 1e-5."""
+    X, y = load(name)
+    ref, _, _, _ = linearsvc(name, 2, bias=1.0)
+    r = svmopt.solve(X, y, loss=squared_hinge, method=newton, intercept_scaling=1.0, tol=1e-7, dtype=F64)
+    assert r.status == Status.CONVERGED and r.method == "newton"
+    P = float(r.primal_objective)
+    assert abs(P - ref) <= 1e-5 * ref and P >= ref * (1 - 1e-7)
+    # the reported objective is the bias-feature problem's, recomputed in numpy
+    w, b = np.asarray(r.w), float(r.b)
+    assert references.objective(X, y, w, b, 1.0, 2) + 0.5 * b * b == pytest.approx(P, rel=1e-10)
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_weighted_free_intercept_matches_float64_newton(loss):
+    """Sample weights (some zero: those rows are absent) and a free intercept on a1a: float64 to 1e-7
+    against an exact dense Newton solve in numpy."""
+    X, y = load("a1a")
+    yy = pm(y)
+    s = np.random.default_rng(0).uniform(0.2, 2.0, X.shape[0])
+    s[::7] = 0.0
+    L, p = LOSSES[loss]
+    w0, b0 = references.newton(X, yy, loss, C=1.0, s=s, p=p, fit_intercept=True)
+    ref = _reference_objective(X, yy, loss, p, s, w0, b0)
+    r = svmopt.solve(X, y, loss=L, method=newton, sample_weight=s, tol=1e-8, dtype=F64)
+    assert r.status == Status.CONVERGED
+    assert float(r.primal_objective) == pytest.approx(ref, rel=1e-7)
+    assert float(r.primal_objective) >= ref * (1 - 1e-12)
+
+
+def test_float32_certified_without_intercept():
+    """float32 (the default) at the default tol: the certified gap bounds the error of the objective
+    recomputed in float64 against the float64 Newton optimum."""
+    X, y = load("a1a")
+    yy = pm(y)
+    w0, _ = references.newton(X, yy, "squared_hinge", fit_intercept=False)
+    ref = _reference_objective(X, yy, "squared_hinge", None, 1.0, w0, 0.0)
+    r = svmopt.solve(X, y, loss=squared_hinge, method=newton, fit_intercept=False)
+    assert r.status == Status.CONVERGED and r.w.dtype == jnp.float32 and float(r.relative_gap) <= 1e-3
+    P = _reference_objective(X, yy, "squared_hinge", None, 1.0, np.asarray(r.w, float), 0.0)
+    assert ref <= P <= ref * (1 + 1e-3)
+
+
+def test_logistic_matches_sklearn():
+    """scikit-learn's LogisticRegression (lbfgs, unpenalized intercept) solves the same problem."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load("heart_scale")
+    yy = pm(y)
+    m = LogisticRegression(C=0.5, tol=1e-12, max_iter=10000).fit(X, yy)
+    w, b = m.coef_.ravel(), float(m.intercept_[0])
+    ref = 0.5 * w @ w + 0.5 * np.sum(np.logaddexp(0, -yy * (X @ w + b)))
+    r = svmopt.solve(X, y, loss=logistic, method=newton, C=0.5, tol=1e-9, dtype=F64)
+    assert float(r.primal_objective) == pytest.approx(ref, rel=1e-8)
+    np.testing.assert_allclose(np.asarray(r.w), w, atol=1e-4)
+
+
+def test_least_squares_closed_form_and_smoothed_hinge_against_alm():
+    """LS-SVM: the normal equations; the smoothed hinge (a kinked l'): ALM in float64 agrees."""
+    X, y = load("heart_scale")
+    Xd, yy = X.toarray(), pm(y)
+    Z = np.hstack([Xd, np.ones((Xd.shape[0], 1))])
+    R = np.eye(Z.shape[1])
+    R[-1, -1] = 0.0  # free intercept
+    z = np.linalg.solve(R + 2.0 * Z.T @ Z, 2.0 * Z.T @ yy)  # min 1/2|w|^2 + sum (y - f)^2
+    ref = 0.5 * z[:-1] @ z[:-1] + np.sum((yy - Z @ z) ** 2)
+    r = svmopt.solve(X, y, loss=least_squares, method=newton, tol=1e-10, dtype=F64)
+    assert float(r.primal_objective) == pytest.approx(ref, rel=1e-9)
+    for mu in (0.05, 5.0):  # at w = 0 every margin is on a linear piece when mu is small
+        L = smoothed_hinge(mu)
+        rn = svmopt.solve(X, y, loss=L, method=newton, tol=1e-8, dtype=F64)
+        ra = svmopt.solve(X, y, loss=L, method=svmopt.solvers.alm, tol=1e-8, dtype=F64)
+        assert rn.status == Status.CONVERGED
+        assert float(rn.primal_objective) == pytest.approx(float(ra.primal_objective), rel=1e-7)
+
+
+def test_smooth_l1_regularizer():
+    """A smooth non-quadratic regularizer (Huber): float64 against ALM's proximal steps."""
+    X, y = load("heart_scale")
+    reg = smoothed_l1(0.1)
+    rn = svmopt.solve(X, y, loss=squared_hinge, reg=reg, method=newton, tol=1e-6, dtype=F64)
+    ra = svmopt.solve(X, y, loss=squared_hinge, reg=reg, method=svmopt.solvers.alm, tol=1e-8, dtype=F64)
+    assert rn.status == Status.CONVERGED
+    assert float(rn.primal_objective) == pytest.approx(float(ra.primal_objective), rel=1e-8)
+
+
+def test_jit_vmap_over_C_and_no_recompiles():
+    X, y = load("heart_scale")
+    X, y = np.asarray(X.toarray()), pm(y)
+    kw = dict(loss=squared_hinge, method=newton, tol=1e-12, dtype=F64)
+    Cs = [0.1, 1.0, 4.0]
+    vw = jax.vmap(lambda C: svmopt.solve(X, y, C=C, **kw))(jnp.asarray(Cs))
+    grid = svmopt.solve(X, y, C=np.asarray(Cs), **kw)  # the eager C grid (run_batch)
+    assert np.all(np.asarray(vw.status) == Status.CONVERGED) and grid.converged
+    for i, C in enumerate(Cs):
+        one = svmopt.solve(X, y, C=C, **kw)
+        np.testing.assert_allclose(np.asarray(vw.w[i]), np.asarray(one.w), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(grid.w[i]), np.asarray(one.w), rtol=1e-6, atol=1e-9)
+    jw = jax.jit(lambda C: svmopt.solve(X, y, C=C, **kw).w)(0.5)
+    np.testing.assert_allclose(np.asarray(jw), np.asarray(svmopt.solve(X, y, C=0.5, **kw).w), rtol=1e-6,
+                               atol=1e-9)
+    # implicit gradient of the optimum in C against central differences
+    g = jax.grad(lambda C: svmopt.solve(X, y, C=C, **kw).primal_objective)(1.0)
+    h = 1e-5
+    fd = (float(svmopt.solve(X, y, C=1 + h, **kw).primal_objective)
+          - float(svmopt.solve(X, y, C=1 - h, **kw).primal_objective)) / (2 * h)
+    assert float(g) == pytest.approx(fd, rel=1e-6)
+    n0 = svmopt.compile_count()
+    svmopt.solve(X, y, loss=squared_hinge, method=newton(tol=1e-5, cg_iters=7, pre_mix=0.5), C=0.3, dtype=F64,
+                 sample_weight=np.full(X.shape[0], 2.0), init=(np.ones(X.shape[1]), 0.5))
+    assert svmopt.compile_count() == n0
+
+
+def test_row_buckets_and_resume_are_exact():
+    X, y = load("a5a")
+    kw = dict(loss=squared_hinge, method=newton, tol=1e-9, dtype=F64)
+    padded = svmopt.solve(X, y, **kw)
+    plain = svmopt.solve(X, y, bucket=False, **kw)
+    assert float(padded.primal_objective) == pytest.approx(float(plain.primal_objective), rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        part = svmopt.solve(X, y, max_iter=3, **kw)
+    assert part.status == Status.MAX_ITER
+    rest = svmopt.solve(X, y, init=part, **kw)
+    assert part.iterations + rest.iterations == padded.iterations
+    np.testing.assert_allclose(np.asarray(rest.w), np.asarray(padded.w), rtol=1e-12, atol=1e-12)
+
+
+def test_refuses_what_it_cannot_solve():
+    X, y = load("heart_scale")
+    with pytest.raises(MissingCapability, match="twice-differentiable"):
+        svmopt.solve(X, y, loss=hinge, method=newton)
+    with pytest.raises(MissingCapability, match="grad"):
+        svmopt.solve(X, y, loss=squared_hinge, reg=l1, method=newton)
+    with pytest.raises(ValueError, match="cg_iters"):
+        svmopt.solve(X, y, loss=squared_hinge, method=newton(cg_iters=0))
