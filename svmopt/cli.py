@@ -84,7 +84,6 @@ class LiblinearType:
     note: str = ""
 
 
-# LIBLINEAR's solver types that svmopt has (linear.h numbering)
 LIBLINEAR = {
     0: LiblinearType(0, "L2R_LR", "logistic", "l2", "newton", "primal Newton"),
     1: LiblinearType(1, "L2R_L2LOSS_SVC_DUAL", "squared_hinge", "l2", "dual_cd", "dual coordinate descent"),
@@ -94,6 +93,7 @@ LIBLINEAR = {
                      "same problem; LIBLINEAR uses primal coordinate descent"),
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "alm", "same problem; LIBLINEAR uses newGLMNET"),
 }
+"""LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead
 _MISSING = {
     4: "Crammer and Singer's multiclass SVM is not in svmopt; one-vs-rest with -s 1 or -s 3 "

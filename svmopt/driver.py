@@ -43,6 +43,7 @@ from .solvers._base import COLD, Start
 __all__ = ["core", "summarize", "run", "run_batch", "cold_start", "Summary", "RUNNING", "compile_count"]
 
 RUNNING = -1
+"""The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
 log = logging.getLogger("svmopt")
 
 

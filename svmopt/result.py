@@ -51,6 +51,7 @@ def public_convergence_warning():
 
 
 def warn_convergence(message: str, stacklevel: int = 3):
+    """Warn with ``message`` as a ``ConvergenceWarning`` (of ``warning_category()``)."""
     warnings.warn(message, warning_category(), stacklevel=stacklevel)
 
 
@@ -59,6 +60,11 @@ class SolverError(RuntimeError):
 
 
 class Status(enum.IntEnum):
+    """How a solve ended; ``Status.CONVERGED`` only with a certified relative duality gap <= tol.
+
+    MAX_ITER, DIVERGED, NONFINITE, STALLED and UNCERTIFIED say why not; ``.message`` explains.
+    """
+
     CONVERGED = 0
     MAX_ITER = 1
     DIVERGED = 2

@@ -37,10 +37,10 @@ import numpy as np
 __all__ = ["save_liblinear_model", "load_liblinear_model", "is_liblinear_model", "solver_type_for",
            "SOLVER_TYPES"]
 
-# LIBLINEAR's solver_type names by -s number (linear.h)
 SOLVER_TYPES = {0: "L2R_LR", 1: "L2R_L2LOSS_SVC_DUAL", 2: "L2R_L2LOSS_SVC", 3: "L2R_L1LOSS_SVC_DUAL",
                 4: "MCSVM_CS", 5: "L1R_L2LOSS_SVC", 6: "L1R_LR", 7: "L2R_LR_DUAL", 11: "L2R_L2LOSS_SVR",
                 12: "L2R_L2LOSS_SVR_DUAL", 13: "L2R_L1LOSS_SVR_DUAL", 21: "ONECLASS_SVM"}
+"""LIBLINEAR's solver_type names by ``-s`` number (linear.h)."""
 _CLASSIFIERS = {"L2R_LR", "L2R_L2LOSS_SVC_DUAL", "L2R_L2LOSS_SVC", "L2R_L1LOSS_SVC_DUAL", "MCSVM_CS",
                 "L1R_L2LOSS_SVC", "L1R_LR", "L2R_LR_DUAL"}
 _HEADER_KEYS = ("solver_type", "nr_class", "label", "nr_feature", "bias", "rho")

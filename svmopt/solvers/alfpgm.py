@@ -520,3 +520,4 @@ def project_hyperplane_box(x, yb, lo, hi):
 
 
 alfpgm = ALFPGM()
+"""AL-FPGM (Aregbesola & Griva 2022) for the kernel SVM dual, with its defaults."""

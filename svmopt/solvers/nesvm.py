@@ -494,4 +494,6 @@ def _kernel_matrix(pb: Problem, block):
 
 
 nesvm = NESVM()
+"""NESVM (Zhou et al. 2010), Nesterov's method on the smoothed primal, with its defaults."""
 homotopy_nesvm = NESVM(homotopy=True)
+"""Homotopy NESVM: smoothing mu_t = mu0 / (t + 1), each stage warm-started from the last."""
