@@ -401,6 +401,13 @@ def _train(argv) -> int:
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
     if classes.size < 2:
         raise ValueError(f"the data has only one class ({_label(classes[0])}); a classifier needs two")
+    if kernel_model and args.find_C:
+        raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
+    if kernel_model and classes.size > 2 and model_file is not None:
+        # TODO(merge with the kernel branch): its OvO training in _fit_kernel saves the model
+        raise ValueError(f"{classes.size} classes with --kernel train LIBSVM's one-vs-one model, which this "
+                         "version cannot save yet; -v n cross-validates it, and svmopt.solve_multiclass(..., "
+                         "strategy='ovo') trains it in Python")
     kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
     if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
