@@ -79,6 +79,13 @@ def test_history_for_a_C_grid(heart):
         np.testing.assert_array_equal(h["iteration"], one["iteration"][1:])  # the lanes skip iteration 0
         np.testing.assert_allclose(h["objective"], one["objective"][1:], rtol=1e-12)
         np.testing.assert_allclose(h["gap"], one["gap"][1:], rtol=1e-9, atol=1e-12)
+    v = svmopt.solve(X, y, C=grid, loss=squared_hinge, dtype="float64", history=True, record_every=4,
+                     max_iter=400, batch="vmap")  # the vmapped batch (finished lanes leave) records the same
+    for i, C in enumerate(grid):
+        h = v.history[i]
+        assert h["iteration"][-1] == v.iterations[i] and np.all(np.diff(h["time"]) >= 0)
+        assert h["objective"][-1] == pytest.approx(float(v.primal_objective[i]), rel=1e-12)
+        assert h["objective"][-1] == pytest.approx(objective(X, y, v.w[i], float(v.b[i]), C, 2), rel=1e-10)
 
 
 def test_one_vs_rest_and_path_progress(heart):
