@@ -28,6 +28,11 @@ __version__ = "0.1.0"
 _cache._auto()
 
 
+ConvergenceWarning: type  # served by __getattr__ below (the annotation names it for documentation tools)
+"""The warning a solve that ends without a certified answer emits (``svmopt.result.ConvergenceWarning``);
+a subclass of ``sklearn.exceptions.ConvergenceWarning`` too when scikit-learn is installed."""
+
+
 def __getattr__(name):
     # ConvergenceWarning subclasses scikit-learn's when scikit-learn is installed; resolving it
     # on first use keeps scikit-learn's import (~0.8 s) out of ``import svmopt``

@@ -117,8 +117,9 @@ def test_s_number_is_liblinears_problem(tmp_path, capsys, s, loss):
     w_ll, b_ll = sign * np.asarray(ref.get_decfun()[0]), sign * ref.get_decfun()[1]
     p = 1 if loss == "hinge" else 2
     ours, theirs = objective(X, y, m.w, m.b, 1.0, p, True), objective(X, y, w_ll, b_ll, 1.0, p, True)
-    # ours is certified within 1e-6 of the optimum; LIBLINEAR's -s 3 may stop at its pass cap above it
-    assert ours <= theirs * (1 + 2e-6) and abs(ours - theirs) <= 1e-4 * theirs
+    # ours is certified within 1e-6 of the optimum; LIBLINEAR's -s 3 stops at its 1000-pass cap up to
+    # ~1e-4 above it (its random order differs between runs), so: at least as low, and close
+    assert theirs * (1 - 1e-3) <= ours <= theirs * (1 + 2e-6)
 
 
 def test_s_numbers_we_lack_name_alternatives(capsys):
