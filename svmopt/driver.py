@@ -43,6 +43,7 @@ from .solvers._base import COLD, Start
 __all__ = ["core", "summarize", "run", "run_batch", "cold_start", "Summary", "RUNNING", "compile_count"]
 
 RUNNING = -1
+"""The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
 log = logging.getLogger("svmopt")
 
 
@@ -365,7 +366,7 @@ def _take(tree, axes, i):
 
 
 def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: int, mode: str = "auto",
-              devices=None, verbose=False, labels=None):
+              devices=None, verbose=False, labels=None, history: bool = False, record_every: int = 1):
     """Solve ``size`` problems that differ in the leaves ``axes`` marks (e.g. y for one-vs-rest,
     C for a grid). ``starts`` is a batched Start (leading axis ``size``).
 
@@ -376,7 +377,11 @@ def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: 
          finished leave and the batch shrinks (power-of-two sizes: few compiles), so a
          slow problem does not make the others run as long as it.
     mode "auto": "vmap" on accelerators when the method batches well, else "loop".
-    Returns (Summary with a leading batch axis, timings).
+    ``verbose`` reports each problem under its label; ``history`` records each problem's
+    iteration / objective / gap / time every ``record_every`` iterations (time: that
+    problem's own run time in "loop", the batch's in "vmap").
+    Returns (Summary with a leading batch axis, timings); with ``history``, timings["history"]
+    is a list of one table per problem.
     """
     if devices is None:
         devices = jax.local_devices()
@@ -387,12 +392,17 @@ def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: 
         raise ValueError(f"batch mode must be 'auto', 'loop' or 'vmap', got {mode!r}")
     _ensure_logging(verbose)
     sax = jax.tree_util.tree_map(lambda _: 0, starts)
-    if mode == "loop":
-        return _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, labels)
-    return _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels)
+    if labels is None:
+        labels = [str(i) for i in range(size)]
+    progress = [Progress(verbose, history, record_every, label=f"[{labels[i]}] ") for i in range(size)]
+    run = _run_loop if mode == "loop" else _run_vmap
+    summary, timings = run(method, pb, axes, starts, sax, size, max_iter, devices, progress)
+    if history:
+        timings["history"] = [p.table() for p in progress]
+    return summary, timings
 
 
-def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, labels):
+def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, progress):
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
     shared = {}  # the problem with its shared leaves placed on each device once
@@ -408,7 +418,6 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, l
     slots = {}  # device -> [lane, problem, state, k, code, per_iter]
     t0 = time.perf_counter()
     done_count = 0
-    progress = {}
     while pending or slots:
         for dev in devices:  # fill idle devices
             if dev in slots or not pending:
@@ -421,10 +430,9 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, l
             init, dt = _compile("init", _init_fn, (method, lp, st0))
             tc += dt
             state = init(method, lp, st0)
-            slots[dev] = [i, lp, state, i32(0), i32(RUNNING), None]
-            progress[i] = Progress(verbose, label=f"[{labels[i] if labels is not None else i}] ")
+            slots[dev] = [i, lp, state, i32(0), i32(RUNNING), None, 0.0]
         results = {}
-        for dev, (i, lp, state, k, code, per) in slots.items():  # dispatch one chunk per device (async)
+        for dev, (i, lp, state, k, code, per, _) in slots.items():  # dispatch one chunk per device (async)
             kk = int(k)
             until = progress[i].next_until(kk, max_iter, per)
             chunk, dt = _compile("chunk+summary", _chunk_summary_fn, (method, lp, state, k, code, i32(until)),
@@ -436,29 +444,33 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, l
             jax.block_until_ready(s)
             lane = slots[dev]
             lane[2:5] = [state, k, code]
-            lane[5] = (time.perf_counter() - t1) / max(int(k) - kk, 1)
-            if verbose:
-                progress[lane[0]].report(int(k), s.primal, s.dual, time.perf_counter() - t0)
-            if int(code) != RUNNING or int(k) >= max_iter:
+            dt = time.perf_counter() - t1
+            lane[5] = dt / max(int(k) - kk, 1)
+            lane[6] += dt  # this problem's own run time
+            prog = progress[lane[0]]
+            finished = int(code) != RUNNING or int(k) >= max_iter
+            if prog.verbose or prog.history:
+                prog.report(int(k), s.primal, s.dual, lane[6], force=finished)
+            if finished:
                 out[lane[0]] = jax.device_get(s)
                 del slots[dev]
                 done_count += 1
     summary = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
-    return summary, {"compile": tc, "run": time.perf_counter() - t0}
+    return summary, {"compile": tc, "run": time.perf_counter() - t0 - tc}  # compiles happen inside the loop
 
 
 def _bucket(n):
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
+def _run_vmap(method, pb, axes, starts, sax, size, max_iter, devices, progress):
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
     vinit = jax.vmap(_init_fn, in_axes=(None, axes, sax))
     vchunk = jax.vmap(_chunk_summary_fn, in_axes=(None, axes, 0, 0, 0, None))
+    t0 = time.perf_counter()
     init, dt = _compile("vinit", vinit, (method, pb, starts))
     tc += dt
-    t0 = time.perf_counter()
     state = init(method, pb, starts)
     lanes = np.arange(size)  # which problem each batch position holds
     bpb = pb
@@ -466,7 +478,8 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
     code = jnp.full((size,), RUNNING, jnp.int32)
     out: list = [None] * size
     per, kk = None, 0
-    prog = Progress(verbose)
+    prog = progress[0]  # chunk sizing (the same rule for every lane)
+    verbose = prog.verbose
     while lanes.size:
         until = prog.next_until(kk, max_iter, per)
         chunk, dt = _compile("vchunk", vchunk, (method, bpb, state, k, code, i32(until)), donate=(2,))
@@ -479,10 +492,15 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
         kk = kmax
         codes = np.asarray(s.status)
         running = (np.asarray(code) == RUNNING) & (np.asarray(k) < max_iter)
+        elapsed = time.perf_counter() - t0 - tc  # the batch's run time (compiles happen in this loop)
+        for j in range(lanes.size):  # per problem: history, and progress for a callback
+            p = progress[lanes[j]]
+            if out[lanes[j]] is None and (p.history or callable(p.verbose)):
+                p.report(int(s.iterations[j]), s.primal[j], s.dual[j], elapsed)
         for j in np.flatnonzero(~running):
             if j < lanes.size and out[lanes[j]] is None:
                 out[lanes[j]] = jax.tree_util.tree_map(lambda a: a[j], s)
-        if verbose:
+        if verbose and not callable(verbose):
             log.info("batch: %d of %d problems running, iteration %d, %.2f s", int(running[:lanes.size].sum()),
                      size, kk, time.perf_counter() - t0)
         keep = np.flatnonzero(running[:lanes.size])
@@ -505,7 +523,7 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
             code = code
         del codes
     summary = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
-    return summary, {"compile": tc, "run": time.perf_counter() - t0}
+    return summary, {"compile": tc, "run": time.perf_counter() - t0 - tc}  # compiles happen inside the loop
 
 
 def state_size(k) -> int:

@@ -199,8 +199,7 @@ class SparseOperator:
 
 
 # "auto" layout: a sparse X is densified when it is this dense and fits this budget.
-# Measured in the ALM loop on the 2-core CPU: ijcnn1 (59% dense) runs 1.7-2.5x faster
-# dense, a9a (11% dense) 4-7x faster sparse; 25% sits between the two.
+# 25% sits between a dense-friendly and a sparse-friendly set (bench/results/design-notes.md).
 AUTO_DENSE_MIN_DENSITY = 0.25
 AUTO_DENSE_MAX_BYTES = 512 * 2**20
 

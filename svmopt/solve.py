@@ -354,6 +354,7 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     verbose    True (a progress line about every second, via the ``logging`` module, logger
                "svmopt"), an int k (every k iterations) or a callable receiving a dict
     history    record iteration, objective, gap and time per ``record_every`` iterations
+               (``Result.history``: a dict of arrays; for a C grid a list, one dict per C)
     devices    where a batch (C grid) runs: a list of jax devices; ``batch`` "auto" | "loop" | "vmap"
     bucket     pad the rows to one of 16 sizes per power of two with zero-weight rows (exact),
                so folds and grids of nearby sizes reuse one compiled program
@@ -380,15 +381,14 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     if C_arr.ndim == 1:
-        if history:
-            raise ValueError("history is recorded per problem: solve the C values one by one, or use svmopt.path")
         pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
         start = make_start(init, method, pb.replace(C=pb.C[0]), intercept_scaling, n)
         starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (C_arr.size,) + jnp.shape(a)), start)
         out, timings = driver.run_batch(method, pb, batch_axes(pb, C=0), starts, size=C_arr.size,
                                         max_iter=max_iter, mode=batch, devices=devices, verbose=verbose,
-                                        labels=[f"C={c:g}" for c in C_arr])
-        hist = None
+                                        labels=[f"C={c:g}" for c in C_arr], history=history,
+                                        record_every=record_every)
+        hist = timings.pop("history", None)
     else:
         start = make_start(init, method, pb, intercept_scaling, n)
         out, hist, timings = driver.run(method, pb, start, max_iter=max_iter, history=history,

@@ -587,3 +587,4 @@ def _wrap(data):
 
 
 dual_cd = DualCD()
+"""Dual coordinate descent (Hsieh et al. 2008, LIBLINEAR's -s 1 / -s 3) with its defaults."""
