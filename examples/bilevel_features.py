@@ -9,7 +9,6 @@ so the same objects serve as the SVM's loss and as the validation loss.
     python examples/bilevel_features.py [--steps 25] [--hidden 8]
 """
 import argparse
-from pathlib import Path
 
 import numpy as np
 
@@ -20,11 +19,11 @@ import optax
 import svmopt
 from svmopt.losses import logistic, squared_hinge
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from _data import data
 
 
 def load(n_train=1500, n_val=1500, seed=0):
-    X, y = svmopt.load_svmlight(DATA / "a9a.xz", n_features=123)
+    X, y = svmopt.load_svmlight(data("a9a"), n_features=123)
     idx = np.random.default_rng(seed).permutation(X.shape[0])
     X = np.asarray(X[idx[: n_train + n_val]].toarray(), np.float32)
     y = np.where(y[idx[: n_train + n_val]] > 0, 1.0, -1.0).astype(np.float32)

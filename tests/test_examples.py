@@ -34,7 +34,7 @@ def _env():
 
 def test_every_example_has_a_test():
     tested = {"custom_loss", "jax_pipeline", "multiclass", "kernel", "c_path", "devices", "cli", "plot_objective",
-              "train_a9a"}
+              "train_a9a", "bilevel_features"}
     found = {p.stem for p in EXAMPLES.iterdir() if p.suffix in (".py", ".sh") and not p.stem.startswith("_")}
     assert found == tested
 
@@ -63,6 +63,12 @@ def test_custom_loss(run_example, capsys):
 def test_jax_pipeline(run_example):
     losses = run_example("jax_pipeline")(steps=12)
     assert losses[-1] < losses[0] - 0.003 and np.all(np.isfinite(losses))
+
+
+def test_bilevel_features(run_example):
+    """Features and C learned through a differentiated SVM head lower the validation loss."""
+    losses, acc0, acc1 = run_example("bilevel_features")(steps=4, hidden=4, verbose=False, n_train=400, n_val=400)
+    assert losses[-1] < losses[0] and acc1 >= acc0 - 0.01
 
 
 def test_multiclass(run_example):
