@@ -218,17 +218,19 @@ def test_shrinking_shrinks(heart, heart_l1, capped):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["serial", "block"])
-def test_batched_C_matches_single_solves(heart, variant):
-    """C as an array: one vmapped run (dynamic pass lengths become masked loops) = separate runs."""
+@pytest.mark.parametrize("variant, width", [("serial", None), ("block", None), ("serial", 12)],
+                         ids=["serial", "block", "serial-long-rows"])
+def test_batched_C_matches_single_solves(heart, variant, width):
+    """C as an array: one vmapped run (dynamic pass lengths become masked loops) = separate runs.
+    At width 12 (sparse) the serial pass also runs its nested loops around the long rows."""
     X, y = heart
-    method = TIGHT(variant=variant)
+    method, layout = TIGHT(variant=variant, width=width), "auto" if width is None else "sparse"
     Cs = np.array([0.5, 1.0, 2.0])
-    batch = solve(X, y, hinge, method=method, C=Cs)
+    batch = solve(X, y, hinge, method=method, C=Cs, layout=layout)
     for j, C in enumerate(Cs):
-        single = solve(X, y, hinge, method=method, C=C)
+        single = solve(X, y, hinge, method=method, C=C, layout=layout)
         np.testing.assert_allclose(batch.w[j], single.w, rtol=0, atol=1e-12)
-        assert batch.primal_objective[j] == pytest.approx(single.primal_objective, rel=1e-12)
+        assert float(batch.primal_objective[j]) == pytest.approx(float(single.primal_objective), rel=1e-12)
 
 
 # ---------------------------------------------------------------- duality gap
