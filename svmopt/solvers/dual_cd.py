@@ -45,8 +45,9 @@ HLO ops). For that a pass first gathers its rows into pass order (y_i x_i, D_ii,
 alpha, PG, shrink flag) that is scattered back after the loop: each coordinate is visited
 once per pass, so alpha_i can be read from the records. A block step costs about as many
 kernels for ``block_size`` coordinates. Sparse rows are padded (ELL) rows of ``width``
-entries built once from the CSR; rows that are longer are visited after the short ones in
-the same random pass, their remaining entries walked in chunks of ``width``.
+entries built once from the CSR; rows that are longer keep their place in the random pass
+(the short rows between two long ones run as one plain loop) and walk their remaining entries
+in chunks of ``width``.
 
 Intercept: the dual has no equality constraint y^T alpha = 0, so dual CD cannot keep a free
 intercept. Use LIBLINEAR's bias feature (``solve(..., intercept_scaling=1.0)``: a constant
@@ -269,16 +270,30 @@ def _serial_pass(method, pb: Problem, st, key):
     """Algorithm 1 over the active coordinates in a fresh random order (Sections 3.1-3.2)."""
     n, width = pb.n, st["table"].shape[1] - 4
     Mbar, mbar = _bounds(method, st)
-    # active short rows first, then active long rows, shrunk ones last (not visited)
-    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], st["long"].astype(jnp.int32), 2))
-    n_short, n_act = counts[0], counts[0] + counts[1]
+    # the active coordinates in one random order, shrunk ones last (not visited)
+    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], 0, 2))
+    n_act = counts[0]
     recs = _records(st, order, 1)
     recs["alpha"] = st["alpha"][order]
     out = jnp.zeros((n, 3), recs["alpha"].dtype).at[:, 0].set(recs["alpha"])  # new alpha, PG, shrink flag
-    carry = lax.fori_loop(0, n_short, _serial_body(recs, width, Mbar, mbar, tails=False), (st["w"], out))
-    if st["tail"] is not None:
-        carry = lax.fori_loop(n_short, n_act, _serial_body(recs, width, Mbar, mbar, tails=True), carry)
-    w, out = carry
+    short = _serial_body(recs, width, Mbar, mbar, tails=False)
+    if st["tail"] is None:
+        w, out = lax.fori_loop(0, n_act, short, (st["w"], out))
+    else:
+        # long rows keep their random places (visiting them after the short ones, a fixed
+        # two-group order, stalls the descent): the short runs between them are plain loops
+        # and only the long rows take the tail-walking step
+        step_long = _serial_body(recs, width, Mbar, mbar, tails=True)
+        is_long = st["long"][order] & (jnp.arange(n) < n_act)
+        n_long = jnp.sum(is_long, dtype=jnp.int32)
+        at = jnp.nonzero(is_long, size=n, fill_value=0)[0].astype(jnp.int32)  # their places, in pass order
+        after = lambda k: jnp.where(k > 0, at[jnp.maximum(k - 1, 0)] + 1, 0)  # first place past long row k-1
+
+        def run(k, carry):  # the short rows before long row k, then long row k
+            return step_long(at[k], lax.fori_loop(after(k), at[k], short, carry))
+
+        carry = lax.fori_loop(0, n_long, run, (st["w"], out))
+        w, out = lax.fori_loop(after(n_long), n_act, short, carry)
     kept = (jnp.arange(n) < n_act) & (out[:, 2] == 0)
     return (w, st["alpha"].at[order].set(out[:, 0]), *_extremes(out[:, 1], kept),
             jnp.zeros((n,), bool).at[order].set(kept))
