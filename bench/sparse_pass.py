@@ -249,10 +249,10 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per implementation (median)")
     ap.add_argument("--alternatives", action="store_true", help="also time csc, bcoo and callback")
     ap.add_argument("--solve", action="store_true", help="also time the ALM solve on a9a, custom call vs XLA")
-    ap.add_argument("--smoke", action="store_true", help="heart_scale, one round: checks the script runs")
+    ap.add_argument("--smoke", action="store_true", help="heart_scale, float32, one round: checks the script runs")
     a = ap.parse_args(argv)
     if a.smoke:
-        a.datasets, a.rounds, a.K = "heart_scale", 1, "1,3"
+        a.datasets, a.rounds, a.K, a.dtypes = "heart_scale", 1, "1,3", "float32"
     impls = ["svmopt", "xla"] + (["csc", "bcoo", "callback"] if a.alternatives else [])
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     load0 = _load()
