@@ -26,7 +26,9 @@ from jax.interpreters import ad, batching, mlir
 
 __all__ = ["matvec", "rmatvec", "ffi_available", "KERNELS"]
 
-KERNELS = ("auto", "xla", "ffi")  # auto: the custom call where available, else XLA; ffi: the call or fail
+# auto: the custom call where it is built and passed its self-test, else XLA; xla: always XLA;
+# ffi: the custom call on CPU without asking (the self-test itself, benchmarks)
+KERNELS = ("auto", "xla", "ffi")
 _FFI_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
@@ -112,13 +114,24 @@ def _bind_rmatvec(data, indices, indptr, row_ids, u, d, kernel):
     return csr_rmatvec_p.bind(data, indices, indptr, row_ids, u, d=d, kernel=kernel)
 
 
+def _check(data, indices, row_ids, v, m):
+    """The kernel trusts shapes and dtypes; catch a mismatch at trace time instead."""
+    if data.dtype != v.dtype or v.ndim != 2 or v.shape[1] != m:
+        raise TypeError(f"svmopt csr: operand {v.dtype}{list(v.shape)} does not fit a {data.dtype} matrix "
+                        f"(expected (K, {m}))")
+    if not indices.shape == row_ids.shape == data.shape:
+        raise TypeError(f"svmopt csr: data {data.shape}, indices {indices.shape}, row_ids {row_ids.shape} differ")
+
+
 @csr_matvec_p.def_abstract_eval
 def _matvec_abstract(data, indices, indptr, row_ids, x, *, kernel):
+    _check(data, indices, row_ids, x, x.shape[-1])
     return jax.core.ShapedArray((x.shape[0], indptr.shape[0] - 1), x.dtype)
 
 
 @csr_rmatvec_p.def_abstract_eval
 def _rmatvec_abstract(data, indices, indptr, row_ids, u, *, d, kernel):
+    _check(data, indices, row_ids, u, indptr.shape[0] - 1)
     return jax.core.ShapedArray((u.shape[0], d), u.dtype)
 
 

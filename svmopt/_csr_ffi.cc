@@ -22,111 +22,162 @@ namespace ffi = xla::ffi;
 
 namespace {
 
+// Every routine checks each column index against d (one predictable branch per entry):
+// an out-of-range index is skipped and reported instead of reading or writing out of
+// bounds. Row pointers are checked once per call (valid_rows).
+
 // y[i, :] = sum_p data[p] x[indices[p], :] with x stored (d, K); K known at compile time.
 template <typename T, int K>
-void matvec_k(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, const T* x, T* y) {
+bool matvec_k(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, const T* x, T* y) {
+  bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     T* yr = y + i * K;
     for (int k = 0; k < K; ++k) yr[k] = 0;
     for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= uint64_t(d)) { ok = false; continue; }
       const T v = data[p];
-      const T* xr = x + int64_t(idx[p]) * K;
+      const T* xr = x + int64_t(j) * K;
       for (int k = 0; k < K; ++k) yr[k] += v * xr[k];
     }
   }
+  return ok;
 }
 
 // Any K (scipy's csr_matvecs).
 template <typename T>
-void matvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t K, const T* x, T* y) {
+bool matvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t K, const T* x,
+                T* y) {
+  bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     T* yr = y + i * K;
     for (int64_t k = 0; k < K; ++k) yr[k] = 0;
     for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= uint64_t(d)) { ok = false; continue; }
       const T v = data[p];
-      const T* xr = x + int64_t(idx[p]) * K;
+      const T* xr = x + int64_t(j) * K;
       for (int64_t k = 0; k < K; ++k) yr[k] += v * xr[k];
     }
   }
+  return ok;
 }
 
 // K = 1: four partial sums break the add latency chain of a long row.
 template <typename T>
-void matvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-              const T* __restrict x, T* __restrict y) {
+bool matvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
+              int64_t d, const T* __restrict x, T* __restrict y) {
+  bool ok = true;
+  const uint64_t dd = uint64_t(d);
   for (int64_t i = 0; i < n; ++i) {
     T a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     int32_t p = ptr[i];
     const int32_t end = ptr[i + 1];
     for (; p + 4 <= end; p += 4) {
-      a0 += data[p] * x[idx[p]];
-      a1 += data[p + 1] * x[idx[p + 1]];
-      a2 += data[p + 2] * x[idx[p + 2]];
-      a3 += data[p + 3] * x[idx[p + 3]];
+      const uint32_t j0 = uint32_t(idx[p]), j1 = uint32_t(idx[p + 1]), j2 = uint32_t(idx[p + 2]),
+                     j3 = uint32_t(idx[p + 3]);
+      if ((j0 >= dd) | (j1 >= dd) | (j2 >= dd) | (j3 >= dd)) { ok = false; break; }
+      a0 += data[p] * x[j0];
+      a1 += data[p + 1] * x[j1];
+      a2 += data[p + 2] * x[j2];
+      a3 += data[p + 3] * x[j3];
     }
-    for (; p < end; ++p) a0 += data[p] * x[idx[p]];
+    for (; p < end; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= dd) { ok = false; continue; }
+      a0 += data[p] * x[j];
+    }
     y[i] = (a0 + a1) + (a2 + a3);
   }
+  return ok;
 }
 
 // z[indices[p], :] += data[p] u[i, :]; z (d, K) zeroed by the caller.
 template <typename T, int K>
-void rmatvec_k(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-               const T* __restrict u, T* __restrict z) {
+bool rmatvec_k(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
+               int64_t d, const T* __restrict u, T* __restrict z) {
+  bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     T ur[K];
     for (int k = 0; k < K; ++k) ur[k] = u[i * K + k];
     for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= uint64_t(d)) { ok = false; continue; }
       const T v = data[p];
-      T* zr = z + int64_t(idx[p]) * K;
+      T* zr = z + int64_t(j) * K;
       for (int k = 0; k < K; ++k) zr[k] += v * ur[k];
     }
   }
+  return ok;
 }
 
 template <typename T>
-void rmatvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t K, const T* u, T* z) {
+bool rmatvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t K, const T* u,
+                 T* z) {
+  bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     const T* ur = u + i * K;
     for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= uint64_t(d)) { ok = false; continue; }
       const T v = data[p];
-      T* zr = z + int64_t(idx[p]) * K;
+      T* zr = z + int64_t(j) * K;
       for (int64_t k = 0; k < K; ++k) zr[k] += v * ur[k];
     }
   }
+  return ok;
 }
 
 template <typename T>
-void rmatvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-               const T* __restrict u, T* __restrict z) {
+bool rmatvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
+               int64_t d, const T* __restrict u, T* __restrict z) {
+  bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     const T ui = u[i];
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) z[idx[p]] += data[p] * ui;
+    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
+      const uint32_t j = uint32_t(idx[p]);
+      if (j >= uint64_t(d)) { ok = false; continue; }
+      z[j] += data[p] * ui;
+    }
   }
+  return ok;
 }
 
 // Compile-time K for 2 <= K <= kMaxK (one-vs-rest batches); a loop over K beyond.
 constexpr int kMaxK = 32;
 
 template <typename T, int K = 2>
-void matvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t k, const T* x, T* y) {
+bool matvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t k,
+                     const T* x, T* y) {
   if constexpr (K > kMaxK) {
-    matvec_any(data, idx, ptr, n, k, x, y);
+    return matvec_any(data, idx, ptr, n, d, k, x, y);
   } else {
-    if (k == K) return matvec_k<T, K>(data, idx, ptr, n, x, y);
-    matvec_dispatch<T, K + 1>(data, idx, ptr, n, k, x, y);
+    if (k == K) return matvec_k<T, K>(data, idx, ptr, n, d, x, y);
+    return matvec_dispatch<T, K + 1>(data, idx, ptr, n, d, k, x, y);
   }
 }
 
 template <typename T, int K = 2>
-void rmatvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t k, const T* u, T* z) {
+bool rmatvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t k,
+                      const T* u, T* z) {
   if constexpr (K > kMaxK) {
-    rmatvec_any(data, idx, ptr, n, k, u, z);
+    return rmatvec_any(data, idx, ptr, n, d, k, u, z);
   } else {
-    if (k == K) return rmatvec_k<T, K>(data, idx, ptr, n, u, z);
-    rmatvec_dispatch<T, K + 1>(data, idx, ptr, n, k, u, z);
+    if (k == K) return rmatvec_k<T, K>(data, idx, ptr, n, d, u, z);
+    return rmatvec_dispatch<T, K + 1>(data, idx, ptr, n, d, k, u, z);
   }
 }
+
+// indptr starts at 0, never decreases and ends within the nnz stored entries.
+bool valid_rows(const int32_t* ptr, int64_t n, int64_t nnz) {
+  if (ptr[0] != 0 || ptr[n] > nnz) return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (ptr[i + 1] < ptr[i]) return false;
+  return true;
+}
+
+const char kBadIndex[] = "svmopt csr: a column index is outside [0, d); its entries were skipped";
+const char kBadRows[] = "svmopt csr: indptr must start at 0, not decrease and end within the stored entries";
 
 // Operand (K, m_in) and result (K, m_out) against an n x d CSR matrix with nnz entries.
 ffi::Error check(ffi::Span<const int64_t> in, ffi::Span<const int64_t> out, int64_t m_in, int64_t m_out,
@@ -148,13 +199,13 @@ ffi::Error Matvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buff
                      row_ids.element_count());
       e.failure())
     return e;
+  if (!valid_rows(indptr.typed_data(), n, data.element_count())) return ffi::Error::InvalidArgument(kBadRows);
   const int64_t K = xd[0];
-  if (K == 1)
-    matvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, x.typed_data(), y->typed_data());
-  else
-    matvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, K, x.typed_data(),
-                       y->typed_data());
-  return ffi::Error::Success();
+  const bool ok = K == 1 ? matvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d,
+                                       x.typed_data(), y->typed_data())
+                         : matvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, K,
+                                              x.typed_data(), y->typed_data());
+  return ok ? ffi::Error::Success() : ffi::Error::InvalidArgument(kBadIndex);
 }
 
 template <ffi::DataType DT>
@@ -168,14 +219,15 @@ ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buf
                      row_ids.element_count());
       e.failure())
     return e;
+  if (!valid_rows(indptr.typed_data(), n, data.element_count())) return ffi::Error::InvalidArgument(kBadRows);
   const int64_t K = zd[0];
   T* out = z->typed_data();
   for (int64_t j = 0; j < d * K; ++j) out[j] = 0;
-  if (K == 1)
-    rmatvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, u.typed_data(), out);
-  else
-    rmatvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, K, u.typed_data(), out);
-  return ffi::Error::Success();
+  const bool ok = K == 1 ? rmatvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d,
+                                        u.typed_data(), out)
+                         : rmatvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, K,
+                                               u.typed_data(), out);
+  return ok ? ffi::Error::Success() : ffi::Error::InvalidArgument(kBadIndex);
 }
 
 }  // namespace

@@ -192,3 +192,16 @@ def test_csr_kernel_choice_reaches_the_compiled_program():
         assert "custom_call @svmopt_csr_matvec_f64" in hlo(as_operator(X, jnp.float64, layout="sparse"))
     with pytest.raises(ValueError, match="kernel"):
         SparseOperator.from_scipy(X, jnp.float64, kernel="cuda")
+
+
+@pytest.mark.skipif(not _csr.ffi_available(), reason="compiled CSR kernel not built")
+def test_csr_kernel_refuses_indices_out_of_range():
+    """The compiled kernel checks what it indexes: a hand-built operator with a column index
+    >= d, or row pointers that run past the entries, raises instead of touching stray memory."""
+    op = SparseOperator.from_scipy(_awkward(), jnp.float64, kernel="ffi")
+    bad_col = SparseOperator(op.data, op.indices.at[7].set(25), op.row_ids, op.indptr, op.shape, "ffi")
+    with pytest.raises(Exception, match="column index"):
+        jax.block_until_ready(bad_col.rmatvec(jnp.ones(40)))
+    bad_rows = SparseOperator(op.data, op.indices, op.row_ids, op.indptr.at[-1].add(5), op.shape, "ffi")
+    with pytest.raises(Exception, match="indptr"):
+        jax.block_until_ready(bad_rows.matvec(jnp.ones(25)))
