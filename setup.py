@@ -25,6 +25,6 @@ if inc is None:
 ext_modules = [] if inc is None else [
     # -isystem: the XLA headers' own warnings are not ours to show
     Extension("svmopt._csr_ffi", ["svmopt/_csr_ffi.cc"], language="c++",
-              extra_compile_args=["-std=c++17", "-O3", "-isystem", inc], optional=True),
+              extra_compile_args=["-std=c++17", "-O3", "-g0", "-isystem", inc], optional=True),
 ]
 setup(ext_modules=ext_modules)

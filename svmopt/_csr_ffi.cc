@@ -22,40 +22,43 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-// Every routine checks each column index against d (one predictable branch per entry):
-// an out-of-range index is skipped and reported instead of reading or writing out of
-// bounds. Row pointers are checked once per call (valid_rows).
-
-// y[i, :] = sum_p data[p] x[indices[p], :] with x stored (d, K); K known at compile time.
-template <typename T, int K>
-bool matvec_k(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, const T* x, T* y) {
-  bool ok = true;
-  for (int64_t i = 0; i < n; ++i) {
-    T* yr = y + i * K;
-    for (int k = 0; k < K; ++k) yr[k] = 0;
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= uint64_t(d)) { ok = false; continue; }
-      const T v = data[p];
-      const T* xr = x + int64_t(j) * K;
-      for (int k = 0; k < K; ++k) yr[k] += v * xr[k];
-    }
-  }
-  return ok;
-}
-
-// Any K (scipy's csr_matvecs).
+// X in CSR. The routines check what they index, with one predictable branch per row and
+// per entry: a row whose pointers leave [0, nnz] or decrease, or an entry whose column is
+// outside [0, d), is skipped and reported (return false) instead of reading or writing
+// stray memory. from_scipy never builds such a matrix; a hand-built operator might.
 template <typename T>
-bool matvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t K, const T* x,
-                T* y) {
+struct Csr {
+  const T* __restrict data;
+  const int32_t* __restrict idx;
+  const int32_t* __restrict ptr;
+  int64_t n, d, nnz;
+
+  bool row(int64_t i, int32_t& p0, int32_t& p1) const {
+    p0 = ptr[i];
+    p1 = ptr[i + 1];
+    return 0 <= p0 && p0 <= p1 && p1 <= nnz;
+  }
+  bool col(int32_t p, uint32_t& j) const {
+    j = uint32_t(idx[p]);
+    return j < uint64_t(d);
+  }
+};
+
+// y[i, :] = sum_p data[p] x[idx[p], :], x stored (d, K), y (n, K); K known at compile time
+// (KK = 0: K at run time, scipy's csr_matvecs).
+template <typename T, int KK>
+bool matvec_k(const Csr<T>& A, int64_t K_, const T* __restrict x, T* __restrict y) {
+  const int64_t K = KK ? KK : K_;
   bool ok = true;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < A.n; ++i) {
     T* yr = y + i * K;
     for (int64_t k = 0; k < K; ++k) yr[k] = 0;
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= uint64_t(d)) { ok = false; continue; }
-      const T v = data[p];
+    int32_t p0, p1;
+    if (!A.row(i, p0, p1)) { ok = false; continue; }
+    for (int32_t p = p0; p < p1; ++p) {
+      uint32_t j;
+      if (!A.col(p, j)) { ok = false; continue; }
+      const T v = A.data[p];
       const T* xr = x + int64_t(j) * K;
       for (int64_t k = 0; k < K; ++k) yr[k] += v * xr[k];
     }
@@ -65,62 +68,49 @@ bool matvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n
 
 // K = 1: four partial sums break the add latency chain of a long row.
 template <typename T>
-bool matvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-              int64_t d, const T* __restrict x, T* __restrict y) {
+bool matvec_1(const Csr<T>& A, const T* __restrict x, T* __restrict y) {
   bool ok = true;
-  const uint64_t dd = uint64_t(d);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < A.n; ++i) {
     T a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    int32_t p = ptr[i];
-    const int32_t end = ptr[i + 1];
+    int32_t p, end;
+    if (!A.row(i, p, end)) { ok = false; y[i] = 0; continue; }
     for (; p + 4 <= end; p += 4) {
-      const uint32_t j0 = uint32_t(idx[p]), j1 = uint32_t(idx[p + 1]), j2 = uint32_t(idx[p + 2]),
-                     j3 = uint32_t(idx[p + 3]);
-      if ((j0 >= dd) | (j1 >= dd) | (j2 >= dd) | (j3 >= dd)) { ok = false; break; }
-      a0 += data[p] * x[j0];
-      a1 += data[p + 1] * x[j1];
-      a2 += data[p + 2] * x[j2];
-      a3 += data[p + 3] * x[j3];
+      uint32_t j0, j1, j2, j3;
+      if (!(A.col(p, j0) & A.col(p + 1, j1) & A.col(p + 2, j2) & A.col(p + 3, j3))) break;  // checked one by one below
+      a0 += A.data[p] * x[j0];
+      a1 += A.data[p + 1] * x[j1];
+      a2 += A.data[p + 2] * x[j2];
+      a3 += A.data[p + 3] * x[j3];
     }
     for (; p < end; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= dd) { ok = false; continue; }
-      a0 += data[p] * x[j];
+      uint32_t j;
+      if (!A.col(p, j)) { ok = false; continue; }
+      a0 += A.data[p] * x[j];
     }
     y[i] = (a0 + a1) + (a2 + a3);
   }
   return ok;
 }
 
-// z[indices[p], :] += data[p] u[i, :]; z (d, K) zeroed by the caller.
-template <typename T, int K>
-bool rmatvec_k(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-               int64_t d, const T* __restrict u, T* __restrict z) {
+// z[idx[p], :] += data[p] u[i, :], u stored (n, K), z (d, K) zeroed by the caller. The row
+// of u goes to a local array first: z cannot alias it, so the K-loop vectorizes.
+template <typename T, int KK>
+bool rmatvec_k(const Csr<T>& A, int64_t K_, const T* __restrict u, T* __restrict z) {
+  const int64_t K = KK ? KK : K_;
+  T local[KK ? KK : 1];
   bool ok = true;
-  for (int64_t i = 0; i < n; ++i) {
-    T ur[K];
-    for (int k = 0; k < K; ++k) ur[k] = u[i * K + k];
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= uint64_t(d)) { ok = false; continue; }
-      const T v = data[p];
-      T* zr = z + int64_t(j) * K;
-      for (int k = 0; k < K; ++k) zr[k] += v * ur[k];
-    }
-  }
-  return ok;
-}
-
-template <typename T>
-bool rmatvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t K, const T* u,
-                 T* z) {
-  bool ok = true;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < A.n; ++i) {
+    int32_t p0, p1;
+    if (!A.row(i, p0, p1)) { ok = false; continue; }
     const T* ur = u + i * K;
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= uint64_t(d)) { ok = false; continue; }
-      const T v = data[p];
+    if constexpr (KK > 0) {
+      for (int k = 0; k < KK; ++k) local[k] = ur[k];
+      ur = local;
+    }
+    for (int32_t p = p0; p < p1; ++p) {
+      uint32_t j;
+      if (!A.col(p, j)) { ok = false; continue; }
+      const T v = A.data[p];
       T* zr = z + int64_t(j) * K;
       for (int64_t k = 0; k < K; ++k) zr[k] += v * ur[k];
     }
@@ -128,56 +118,31 @@ bool rmatvec_any(const T* data, const int32_t* idx, const int32_t* ptr, int64_t 
   return ok;
 }
 
-template <typename T>
-bool rmatvec_1(const T* __restrict data, const int32_t* __restrict idx, const int32_t* __restrict ptr, int64_t n,
-               int64_t d, const T* __restrict u, T* __restrict z) {
-  bool ok = true;
-  for (int64_t i = 0; i < n; ++i) {
-    const T ui = u[i];
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) {
-      const uint32_t j = uint32_t(idx[p]);
-      if (j >= uint64_t(d)) { ok = false; continue; }
-      z[j] += data[p] * ui;
-    }
-  }
-  return ok;
-}
-
-// Compile-time K for 2 <= K <= kMaxK (one-vs-rest batches); a loop over K beyond.
+// Compile-time K for 1 <= K <= kMaxK (one-vs-rest batches), run-time K beyond.
 constexpr int kMaxK = 32;
 
 template <typename T, int K = 2>
-bool matvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t k,
-                     const T* x, T* y) {
+bool matvec_fixed(const Csr<T>& A, int64_t k, const T* x, T* y) {
   if constexpr (K > kMaxK) {
-    return matvec_any(data, idx, ptr, n, d, k, x, y);
+    return matvec_k<T, 0>(A, k, x, y);
   } else {
-    if (k == K) return matvec_k<T, K>(data, idx, ptr, n, d, x, y);
-    return matvec_dispatch<T, K + 1>(data, idx, ptr, n, d, k, x, y);
+    return k == K ? matvec_k<T, K>(A, k, x, y) : matvec_fixed<T, K + 1>(A, k, x, y);
   }
 }
 
-template <typename T, int K = 2>
-bool rmatvec_dispatch(const T* data, const int32_t* idx, const int32_t* ptr, int64_t n, int64_t d, int64_t k,
-                      const T* u, T* z) {
+template <typename T>
+bool matvec(const Csr<T>& A, int64_t k, const T* x, T* y) {
+  return k == 1 ? matvec_1<T>(A, x, y) : matvec_fixed<T>(A, k, x, y);
+}
+
+template <typename T, int K = 1>
+bool rmatvec(const Csr<T>& A, int64_t k, const T* u, T* z) {
   if constexpr (K > kMaxK) {
-    return rmatvec_any(data, idx, ptr, n, d, k, u, z);
+    return rmatvec_k<T, 0>(A, k, u, z);
   } else {
-    if (k == K) return rmatvec_k<T, K>(data, idx, ptr, n, d, u, z);
-    return rmatvec_dispatch<T, K + 1>(data, idx, ptr, n, d, k, u, z);
+    return k == K ? rmatvec_k<T, K>(A, k, u, z) : rmatvec<T, K + 1>(A, k, u, z);
   }
 }
-
-// indptr starts at 0, never decreases and ends within the nnz stored entries.
-bool valid_rows(const int32_t* ptr, int64_t n, int64_t nnz) {
-  if (ptr[0] != 0 || ptr[n] > nnz) return false;
-  for (int64_t i = 0; i < n; ++i)
-    if (ptr[i + 1] < ptr[i]) return false;
-  return true;
-}
-
-const char kBadIndex[] = "svmopt csr: a column index is outside [0, d); its entries were skipped";
-const char kBadRows[] = "svmopt csr: indptr must start at 0, not decrease and end within the stored entries";
 
 // Operand (K, m_in) and result (K, m_out) against an n x d CSR matrix with nnz entries.
 ffi::Error check(ffi::Span<const int64_t> in, ffi::Span<const int64_t> out, int64_t m_in, int64_t m_out,
@@ -188,46 +153,38 @@ ffi::Error check(ffi::Span<const int64_t> in, ffi::Span<const int64_t> out, int6
   return ffi::Error::Success();
 }
 
+const char kMalformed[] =
+    "svmopt csr: malformed matrix (a column index outside [0, d), or indptr decreasing or outside [0, nnz]); "
+    "those entries were skipped";
+
 template <ffi::DataType DT>
 ffi::Error Matvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
                   ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> x, ffi::ResultBuffer<DT> y) {
   using T = ffi::NativeType<DT>;
-  const int64_t n = indptr.element_count() - 1;
+  const int64_t n = indptr.element_count() - 1, nnz = data.element_count();
   const auto xd = x.dimensions();
   const int64_t d = xd.size() == 2 ? xd[1] : -1;
-  if (auto e = check(xd, y->dimensions(), d, n, data.element_count(), indices.element_count(),
-                     row_ids.element_count());
-      e.failure())
+  if (auto e = check(xd, y->dimensions(), d, n, nnz, indices.element_count(), row_ids.element_count()); e.failure())
     return e;
-  if (!valid_rows(indptr.typed_data(), n, data.element_count())) return ffi::Error::InvalidArgument(kBadRows);
-  const int64_t K = xd[0];
-  const bool ok = K == 1 ? matvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d,
-                                       x.typed_data(), y->typed_data())
-                         : matvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, K,
-                                              x.typed_data(), y->typed_data());
-  return ok ? ffi::Error::Success() : ffi::Error::InvalidArgument(kBadIndex);
+  const Csr<T> A{data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, nnz};
+  if (!matvec<T>(A, xd[0], x.typed_data(), y->typed_data())) return ffi::Error::InvalidArgument(kMalformed);
+  return ffi::Error::Success();
 }
 
 template <ffi::DataType DT>
 ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
                    ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> u, ffi::ResultBuffer<DT> z) {
   using T = ffi::NativeType<DT>;
-  const int64_t n = indptr.element_count() - 1;
+  const int64_t n = indptr.element_count() - 1, nnz = data.element_count();
   const auto zd = z->dimensions();
   const int64_t d = zd.size() == 2 ? zd[1] : -1;
-  if (auto e = check(u.dimensions(), zd, n, d, data.element_count(), indices.element_count(),
-                     row_ids.element_count());
-      e.failure())
+  if (auto e = check(u.dimensions(), zd, n, d, nnz, indices.element_count(), row_ids.element_count()); e.failure())
     return e;
-  if (!valid_rows(indptr.typed_data(), n, data.element_count())) return ffi::Error::InvalidArgument(kBadRows);
-  const int64_t K = zd[0];
   T* out = z->typed_data();
-  for (int64_t j = 0; j < d * K; ++j) out[j] = 0;
-  const bool ok = K == 1 ? rmatvec_1<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d,
-                                        u.typed_data(), out)
-                         : rmatvec_dispatch<T>(data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, K,
-                                               u.typed_data(), out);
-  return ok ? ffi::Error::Success() : ffi::Error::InvalidArgument(kBadIndex);
+  for (int64_t j = 0; j < d * zd[0]; ++j) out[j] = 0;
+  const Csr<T> A{data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, nnz};
+  if (!rmatvec<T>(A, zd[0], u.typed_data(), out)) return ffi::Error::InvalidArgument(kMalformed);
+  return ffi::Error::Success();
 }
 
 }  // namespace

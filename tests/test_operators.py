@@ -200,8 +200,8 @@ def test_csr_kernel_refuses_indices_out_of_range():
     >= d, or row pointers that run past the entries, raises instead of touching stray memory."""
     op = SparseOperator.from_scipy(_awkward(), jnp.float64, kernel="ffi")
     bad_col = SparseOperator(op.data, op.indices.at[7].set(25), op.row_ids, op.indptr, op.shape, "ffi")
-    with pytest.raises(Exception, match="column index"):
+    with pytest.raises(Exception, match="malformed matrix"):
         jax.block_until_ready(bad_col.rmatvec(jnp.ones(40)))
     bad_rows = SparseOperator(op.data, op.indices, op.row_ids, op.indptr.at[-1].add(5), op.shape, "ffi")
-    with pytest.raises(Exception, match="indptr"):
+    with pytest.raises(Exception, match="malformed matrix"):
         jax.block_until_ready(bad_rows.matvec(jnp.ones(25)))
