@@ -19,8 +19,9 @@ W as a (d, K) array. Implementations:
                 (jax.pure_callback to the scipy products, vmap_method="expand_dims")
 
 All implementations are timed once per round, round after round (interleaved, so they
-see the same machine load); the table shows the median wall time per pass and its ratio
-to scipy's median in the same rounds. Compile = lowering + XLA compilation of the
+see the same machine load); the table shows the median wall time per pass (``--clock cpu``:
+this process's CPU time, which waiting for a core on a busy machine does not inflate) and
+its ratio to scipy's median in the same rounds. Compile = lowering + XLA compilation of the
 20-pass loop. sparse-gen[n] is the first n rows of bench.data's sparse-gen (make_sparse
 draws it block by block, so they are the same rows). ``--solve`` adds the ALM solve on
 a9a (``svmopt.solve(X, y, intercept_scaling=1.0)``, float32), compiled once, then timed.
@@ -28,7 +29,9 @@ a9a (``svmopt.solve(X, y, intercept_scaling=1.0)``, float32), compiled once, the
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -49,6 +52,7 @@ from svmopt import _csr  # noqa: E402
 from svmopt.operators import SparseOperator, as_operator  # noqa: E402
 
 from . import data as bdata  # noqa: E402
+from .run import machine, versions  # noqa: E402
 
 PASSES = 20
 
@@ -164,7 +168,7 @@ def _scipy_programs(A, dt, K, y):
     return {"two": (two, 0.0), "fused": (fused, 0.0)}
 
 
-def measure(name, A, impls, dtypes, Ks, rounds, log):
+def measure(name, A, impls, dtypes, Ks, rounds, log, clock=time.perf_counter):
     rows = []
     y = np.where(np.arange(A.shape[0]) % 3 == 0, 1.0, -1.0)
     for dtn in dtypes:
@@ -180,9 +184,9 @@ def measure(name, A, impls, dtypes, Ks, rounds, log):
                 ts = {k: [] for k in fns}
                 for _ in range(rounds):
                     for k, fn in fns.items():
-                        t0 = time.perf_counter()
+                        t0 = clock()
                         fn()
-                        ts[k].append(time.perf_counter() - t0)
+                        ts[k].append(clock() - t0)
                 med = {k: statistics.median(v) / PASSES for k, v in ts.items()}
                 row = dict(dataset=name, dtype=dt.name, K=K, kind=kind,
                            **{f"{k}_ms": 1e3 * v for k, v in med.items()},
@@ -248,6 +252,9 @@ def main(argv=None):
     ap.add_argument("--K", default="1,20", help="vectors per pass (1 = X w; 20 = one-vs-rest batch)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per implementation (median)")
     ap.add_argument("--alternatives", action="store_true", help="also time csc, bcoo and callback")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or this process's CPU time (all threads): waiting for a core on a busy "
+                         "machine does not count")
     ap.add_argument("--solve", action="store_true", help="also time the ALM solve on a9a, custom call vs XLA")
     ap.add_argument("--smoke", action="store_true", help="heart_scale, float32, one round: checks the script runs")
     a = ap.parse_args(argv)
@@ -261,12 +268,18 @@ def main(argv=None):
     for name in a.datasets.split(","):
         label, A = load(name, a.sgen_rows)
         log(f"{label}: {A.shape[0]} x {A.shape[1]}, {A.nnz} nonzeros")
-        rows += measure(label, A, impls, a.dtypes.split(","), [int(k) for k in a.K.split(",")], a.rounds, log)
+        rows += measure(label, A, impls, a.dtypes.split(","), [int(k) for k in a.K.split(",")], a.rounds, log,
+                        time.perf_counter if a.clock == "wall" else time.process_time)
+    node, cpu, cores, mem = machine()
+    v = versions()
     out = [f"# Sparse pass: ms per pass (ratio to scipy CSR), median of {a.rounds} interleaved rounds of "
-           f"{PASSES} passes", "",
-           f"jax {jax.__version__}, scipy {scipy.__version__}; custom call "
-           f"{'on' if _csr.ffi_available() else 'OFF (not built)'}; load average {load0} -> {_load()}", "",
-           table(rows, impls)]
+           f"{PASSES} passes, {a.clock} clock", "",
+           f"- date: {datetime.date.today()}; machine: {node}, {cpu}, {cores} cores, {mem:.0f} GiB; "
+           f"load average {load0} at the start, {_load()} at the end",
+           f"- command: `python -m bench.sparse_pass {shlex.join(sys.argv[1:] if argv is None else argv)}`",
+           f"- versions: svmopt {v['svmopt']}, jax {jax.__version__}, jaxlib {v['jaxlib']}, numpy {np.__version__}, "
+           f"scipy {scipy.__version__}; compiled CSR kernel {'on' if _csr.ffi_available() else 'OFF (not built)'}",
+           "", table(rows, impls)]
     if a.solve:
         out += ["", solve_a9a(a.rounds, log)]
     print("\n".join(out))
