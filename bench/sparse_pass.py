@@ -12,7 +12,7 @@ shared: the one-vs-rest hot path. scipy does the same in a Python loop: ``A @ w`
 W as a (d, K) array. Implementations:
 
   svmopt        SparseOperator as built by as_operator (CPU: the compiled custom call)
-  xla           the same operator with kernel="xla": sorted segment sum for X w,
+  xla           the same operator with impl="xla": sorted segment sum for X w,
                 scatter-add for X^T u (the pure-XLA path accelerators use)
   --alternatives also: csc (pure XLA, X^T u as a sorted segment sum over a CSC copy:
                 2x the memory), bcoo (jax.experimental.sparse), callback
@@ -68,9 +68,9 @@ def load(name: str, sgen_rows: int):
 
 # ---- implementations: each returns (operands pytree, matvec(ops, w), rmatvec(ops, u)[, fused]) ----
 
-def _svmopt(kernel):
+def _svmopt(impl):
     def make(A, dt):
-        op = SparseOperator.from_scipy(A, dt, kernel=kernel)
+        op = SparseOperator.from_scipy(A, dt, impl=impl)
         return op, (lambda o, w: o.matvec(w)), (lambda o, u: o.rmatvec(u)), (lambda o, w, f, aux: o.fused(w, f, aux))
     return make
 
@@ -224,7 +224,7 @@ def solve_a9a(rounds, log):
     """ALM on a9a, float32, intercept_scaling=1: the custom call against the XLA path."""
     X, y = svmopt.load_svmlight(bdata.DATA_DIR / "a9a.xz", n_features=123)
     op = as_operator(X, jnp.float32, bias_scale=1.0, layout="sparse")
-    ops = {"svmopt": op, "xla": SparseOperator(op.data, op.indices, op.row_ids, op.indptr, op.shape, kernel="xla")}
+    ops = {"svmopt": op, "xla": SparseOperator(op.data, op.indices, op.row_ids, op.indptr, op.shape, impl="xla")}
     first, ts = {}, {k: [] for k in ops}
     for k, o in ops.items():
         first[k] = svmopt.solve(o, y, fit_intercept=False)  # == solve(X, y, intercept_scaling=1.0)

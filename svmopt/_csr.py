@@ -5,7 +5,7 @@
 
 Each primitive lowers to an XLA FFI custom call (``svmopt/_csr_ffi.cc``) on CPU when
 the extension is built, for float32 and float64; everywhere else (GPU/TPU, other dtypes,
-no extension, ``kernel="xla"``) to the pure-XLA sorted segment sum / scatter-add.
+no extension, ``impl="xla"``) to the pure-XLA sorted segment sum / scatter-add.
 Rules make them ordinary JAX citizens: batching (vmap over x is one call with K columns;
 a batched matrix falls back to the XLA path), JVP (bilinear in data and x) and transpose
 (X^T u is the transpose of X w), so jit, vmap, grad, jvp and linear_transpose all work.
@@ -24,11 +24,11 @@ import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-__all__ = ["matvec", "rmatvec", "ffi_available", "KERNELS"]
+__all__ = ["matvec", "rmatvec", "ffi_available", "IMPLS"]
 
 # auto: the custom call where it is built and passed its self-test, else XLA; xla: always XLA;
 # ffi: the custom call on CPU without asking (the self-test itself, benchmarks)
-KERNELS = ("auto", "xla", "ffi")
+IMPLS = ("auto", "xla", "ffi")
 _FFI_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
@@ -94,10 +94,10 @@ def _ffi_lowering(op, dtype):
                                 operand_layouts=[None] * 4 + [_k_minor()], result_layouts=[_k_minor()])
 
 
-def _use_ffi(kernel, dtype) -> bool:
-    if kernel == "ffi":  # forced: the self-test, and benchmarks that compare the two paths
+def _use_ffi(impl, dtype) -> bool:
+    if impl == "ffi":  # forced: the self-test, and benchmarks that compare the two paths
         return True
-    return kernel == "auto" and np.dtype(dtype) in _FFI_DTYPES and ffi_available()
+    return impl == "auto" and np.dtype(dtype) in _FFI_DTYPES and ffi_available()
 
 
 # ---- primitives ---------------------------------------------------------------------------
@@ -106,12 +106,12 @@ csr_matvec_p = Primitive("svmopt_csr_matvec")
 csr_rmatvec_p = Primitive("svmopt_csr_rmatvec")
 
 
-def _bind_matvec(data, indices, indptr, row_ids, x, kernel):
-    return csr_matvec_p.bind(data, indices, indptr, row_ids, x, kernel=kernel)
+def _bind_matvec(data, indices, indptr, row_ids, x, impl):
+    return csr_matvec_p.bind(data, indices, indptr, row_ids, x, impl=impl)
 
 
-def _bind_rmatvec(data, indices, indptr, row_ids, u, d, kernel):
-    return csr_rmatvec_p.bind(data, indices, indptr, row_ids, u, d=d, kernel=kernel)
+def _bind_rmatvec(data, indices, indptr, row_ids, u, d, impl):
+    return csr_rmatvec_p.bind(data, indices, indptr, row_ids, u, d=d, impl=impl)
 
 
 def _check(data, indices, row_ids, v, m):
@@ -124,13 +124,13 @@ def _check(data, indices, row_ids, v, m):
 
 
 @csr_matvec_p.def_abstract_eval
-def _matvec_abstract(data, indices, indptr, row_ids, x, *, kernel):
+def _matvec_abstract(data, indices, indptr, row_ids, x, *, impl):
     _check(data, indices, row_ids, x, x.shape[-1])
     return jax.core.ShapedArray((x.shape[0], indptr.shape[0] - 1), x.dtype)
 
 
 @csr_rmatvec_p.def_abstract_eval
-def _rmatvec_abstract(data, indices, indptr, row_ids, u, *, d, kernel):
+def _rmatvec_abstract(data, indices, indptr, row_ids, u, *, d, impl):
     _check(data, indices, row_ids, u, indptr.shape[0] - 1)
     return jax.core.ShapedArray((u.shape[0], d), u.dtype)
 
@@ -145,20 +145,20 @@ csr_matvec_p.def_impl(lambda *args, **params: _compiled(csr_matvec_p, **params)(
 csr_rmatvec_p.def_impl(lambda *args, **params: _compiled(csr_rmatvec_p, **params)(*args))
 
 
-def _matvec_lowering_cpu(ctx, *args, kernel):
-    if _use_ffi(kernel, ctx.avals_out[0].dtype):
+def _matvec_lowering_cpu(ctx, *args, impl):
+    if _use_ffi(impl, ctx.avals_out[0].dtype):
         return _ffi_lowering("matvec", ctx.avals_out[0].dtype)(ctx, *args)
-    return _matvec_lowering_xla(ctx, *args, kernel=kernel)
+    return _matvec_lowering_xla(ctx, *args, impl=impl)
 
 
-def _rmatvec_lowering_cpu(ctx, *args, d, kernel):
-    if _use_ffi(kernel, ctx.avals_out[0].dtype):
+def _rmatvec_lowering_cpu(ctx, *args, d, impl):
+    if _use_ffi(impl, ctx.avals_out[0].dtype):
         return _ffi_lowering("rmatvec", ctx.avals_out[0].dtype)(ctx, *args)
-    return _rmatvec_lowering_xla(ctx, *args, d=d, kernel=kernel)
+    return _rmatvec_lowering_xla(ctx, *args, d=d, impl=impl)
 
 
-_matvec_lowering_xla = mlir.lower_fun(lambda *a, kernel: _xla_matvec(*a), multiple_results=False)
-_rmatvec_lowering_xla = mlir.lower_fun(lambda *a, d, kernel: _xla_rmatvec(*a, d=d), multiple_results=False)
+_matvec_lowering_xla = mlir.lower_fun(lambda *a, impl: _xla_matvec(*a), multiple_results=False)
+_rmatvec_lowering_xla = mlir.lower_fun(lambda *a, d, impl: _xla_rmatvec(*a, d=d), multiple_results=False)
 mlir.register_lowering(csr_matvec_p, _matvec_lowering_xla)
 mlir.register_lowering(csr_rmatvec_p, _rmatvec_lowering_xla)
 mlir.register_lowering(csr_matvec_p, _matvec_lowering_cpu, platform="cpu")
@@ -188,48 +188,48 @@ def _is_zero(t):
     return type(t) is ad.Zero
 
 
-def _matvec_jvp(primals, tangents, *, kernel):
+def _matvec_jvp(primals, tangents, *, impl):
     data, indices, indptr, row_ids, x = primals
     ddata, _, _, _, dx = tangents
-    y = _bind_matvec(data, indices, indptr, row_ids, x, kernel)
+    y = _bind_matvec(data, indices, indptr, row_ids, x, impl)
     dy = None
     if not _is_zero(ddata):
-        dy = _bind_matvec(ddata, indices, indptr, row_ids, x, kernel)
+        dy = _bind_matvec(ddata, indices, indptr, row_ids, x, impl)
     if not _is_zero(dx):
-        t = _bind_matvec(data, indices, indptr, row_ids, dx, kernel)
+        t = _bind_matvec(data, indices, indptr, row_ids, dx, impl)
         dy = t if dy is None else dy + t
     return y, (jnp.zeros_like(y) if dy is None else dy)
 
 
-def _rmatvec_jvp(primals, tangents, *, d, kernel):
+def _rmatvec_jvp(primals, tangents, *, d, impl):
     data, indices, indptr, row_ids, u = primals
     ddata, _, _, _, du = tangents
-    z = _bind_rmatvec(data, indices, indptr, row_ids, u, d, kernel)
+    z = _bind_rmatvec(data, indices, indptr, row_ids, u, d, impl)
     dz = None
     if not _is_zero(ddata):
-        dz = _bind_rmatvec(ddata, indices, indptr, row_ids, u, d, kernel)
+        dz = _bind_rmatvec(ddata, indices, indptr, row_ids, u, d, impl)
     if not _is_zero(du):
-        t = _bind_rmatvec(data, indices, indptr, row_ids, du, d, kernel)
+        t = _bind_rmatvec(data, indices, indptr, row_ids, du, d, impl)
         dz = t if dz is None else dz + t
     return z, (jnp.zeros_like(z) if dz is None else dz)
 
 
-def _matvec_transpose(ct, data, indices, indptr, row_ids, x, *, kernel):
+def _matvec_transpose(ct, data, indices, indptr, row_ids, x, *, impl):
     # y[k, i] = sum_p data[p] x[k, idx[p]] over row i's entries
     if _is_zero(ct):
         return [None] * 5
     if ad.is_undefined_primal(x):
         d = x.aval.shape[1]
-        return [None, None, None, None, _bind_rmatvec(data, indices, indptr, row_ids, ct, d, kernel)]
+        return [None, None, None, None, _bind_rmatvec(data, indices, indptr, row_ids, ct, d, impl)]
     return [jnp.sum(ct[:, row_ids] * x[:, indices], axis=0), None, None, None, None]
 
 
-def _rmatvec_transpose(ct, data, indices, indptr, row_ids, u, *, d, kernel):
+def _rmatvec_transpose(ct, data, indices, indptr, row_ids, u, *, d, impl):
     # z[k, j] = sum_p data[p] u[k, row[p]] over column j's entries
     if _is_zero(ct):
         return [None] * 5
     if ad.is_undefined_primal(u):
-        return [None, None, None, None, _bind_matvec(data, indices, indptr, row_ids, ct, kernel)]
+        return [None, None, None, None, _bind_matvec(data, indices, indptr, row_ids, ct, impl)]
     return [jnp.sum(u[:, row_ids] * ct[:, indices], axis=0), None, None, None, None]
 
 
@@ -248,17 +248,17 @@ def _common(data, v):
     return jnp.asarray(data, dt), jnp.asarray(v, dt)
 
 
-def matvec(data, indices, indptr, row_ids, w, kernel="auto"):
+def matvec(data, indices, indptr, row_ids, w, impl="auto"):
     """X w for w (d,) -> (n,), or X W for W (d, K) -> (n, K)."""
     data, w = _common(data, w)
     if w.ndim == 1:
-        return _bind_matvec(data, indices, indptr, row_ids, w[None], kernel)[0]
-    return _bind_matvec(data, indices, indptr, row_ids, w.T, kernel).T
+        return _bind_matvec(data, indices, indptr, row_ids, w[None], impl)[0]
+    return _bind_matvec(data, indices, indptr, row_ids, w.T, impl).T
 
 
-def rmatvec(data, indices, indptr, row_ids, u, d, kernel="auto"):
+def rmatvec(data, indices, indptr, row_ids, u, d, impl="auto"):
     """X^T u for u (n,) -> (d,), or X^T U for U (n, K) -> (d, K)."""
     data, u = _common(data, u)
     if u.ndim == 1:
-        return _bind_rmatvec(data, indices, indptr, row_ids, u[None], int(d), kernel)[0]
-    return _bind_rmatvec(data, indices, indptr, row_ids, u.T, int(d), kernel).T
+        return _bind_rmatvec(data, indices, indptr, row_ids, u[None], int(d), impl)[0]
+    return _bind_rmatvec(data, indices, indptr, row_ids, u.T, int(d), impl).T

@@ -103,31 +103,31 @@ class SparseOperator:
 
     ``matvec`` / ``rmatvec`` are the CSR primitives of ``svmopt._csr``: on CPU a compiled
     XLA custom call (scipy's speed), elsewhere a sorted segment sum over rows and a
-    scatter-add over columns. ``kernel="xla"`` forces the pure-XLA path. Both accept a
+    scatter-add over columns. ``impl="xla"`` forces the pure-XLA path. Both accept a
     stack of vectors (w (d, K), u (n, K)) and batch under vmap into one call.
     ``indptr`` and ``row_ids`` also serve solvers that walk rows.
     """
 
-    def __init__(self, data, indices, row_ids, indptr, shape, kernel: str = "auto"):
-        if kernel not in _csr.KERNELS:
-            raise ValueError(f"kernel must be one of {_csr.KERNELS}, got {kernel!r}")
+    def __init__(self, data, indices, row_ids, indptr, shape, impl: str = "auto"):
+        if impl not in _csr.IMPLS:
+            raise ValueError(f"impl must be one of {_csr.IMPLS}, got {impl!r}")
         self.data = data
         self.indices = indices
         self.row_ids = row_ids
         self.indptr = indptr
         self._shape = tuple(int(s) for s in shape)
-        self.kernel = kernel
+        self.impl = impl
 
     def tree_flatten(self):
-        return (self.data, self.indices, self.row_ids, self.indptr), (self._shape, self.kernel)
+        return (self.data, self.indices, self.row_ids, self.indptr), (self._shape, self.impl)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
-        shape, kernel = aux
-        return cls(*children, shape, kernel)
+        shape, impl = aux
+        return cls(*children, shape, impl)
 
     @classmethod
-    def from_scipy(cls, A, dtype, kernel: str = "auto"):
+    def from_scipy(cls, A, dtype, impl: str = "auto"):
         A = sp.csr_matrix(A)
         A.sum_duplicates()
         A.sort_indices()
@@ -141,7 +141,7 @@ class SparseOperator:
             jnp.asarray(row_ids),
             jnp.asarray(A.indptr, dtype=jnp.int32),
             A.shape,
-            kernel,
+            impl,
         )
 
     @property
@@ -161,10 +161,10 @@ class SparseOperator:
         return self.nnz * (self.data.dtype.itemsize + 4)
 
     def matvec(self, w):
-        return _csr.matvec(self.data, self.indices, self.indptr, self.row_ids, w, self.kernel)
+        return _csr.matvec(self.data, self.indices, self.indptr, self.row_ids, w, self.impl)
 
     def rmatvec(self, u):
-        return _csr.rmatvec(self.data, self.indices, self.indptr, self.row_ids, u, self._shape[1], self.kernel)
+        return _csr.rmatvec(self.data, self.indices, self.indptr, self.row_ids, u, self._shape[1], self.impl)
 
     def fused(self, w, f, aux=()):
         g, s = f(self.matvec(w), *aux)

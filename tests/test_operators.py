@@ -77,7 +77,7 @@ def test_auto_layout_and_bias_column(heart):
 
 # ---- the CSR products (svmopt._csr): custom call on CPU when built, pure XLA otherwise ----
 # scipy is the reference; "xla" is always tested, the compiled kernel when this checkout has it.
-KERNELS = ["xla", pytest.param("ffi", marks=pytest.mark.skipif(
+IMPLS = ["xla", pytest.param("ffi", marks=pytest.mark.skipif(
     not _csr.ffi_available(), reason="compiled CSR kernel not built (pip install -e . builds it)"))]
 
 
@@ -116,8 +116,8 @@ def _all_products(op, w, u, W, U, W40, U40, y):
     )
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
-def test_csr_products_match_scipy(kernel):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_csr_products_match_scipy(impl):
     """Every call pattern on three awkward shapes (float64; the first also float32), in one program:
     one compilation, which is what this test spends its time on."""
     tols = {np.float64: 1e-12, np.float32: 1e-5}
@@ -134,7 +134,7 @@ def test_csr_products_match_scipy(kernel):
                             vmap=(A @ W).T, vmap2=(A.T @ U).T[:, None],
                             fused=(A.T @ (-y * (m < 1)), np.maximum(1 - m, 0).sum()))
         for dt in tols if which == "awkward" else [np.float64]:
-            op = SparseOperator.from_scipy(A, dt, kernel=kernel)
+            op = SparseOperator.from_scipy(A, dt, impl=impl)
             cases[which, dt.__name__] = (op,) + tuple(jnp.asarray(a, dt) for a in (w, u, W, U, W40, U40, y))
     got = jax.jit(lambda cs: {k: _all_products(*c) for k, c in cs.items()})(cases)
     for (which, dt_name), out in got.items():
@@ -147,23 +147,23 @@ def test_csr_products_match_scipy(kernel):
     eager = op.matvec(w)
     assert eager.dtype == np.float32
     np.testing.assert_allclose(eager, wants["awkward"]["matvec"], rtol=1e-5, atol=1e-4)
-    # vmap over the matrix values: the batching rule's XLA fallback (the same for every kernel)
+    # vmap over the matrix values: the batching rule's XLA fallback (the same for every impl)
     scaled = jax.vmap(lambda c: SparseOperator(op.data * c, op.indices, op.row_ids, op.indptr, op.shape,
-                                               kernel).matvec(w))(jnp.asarray([1.0, -2.0], np.float32))
+                                               impl).matvec(w))(jnp.asarray([1.0, -2.0], np.float32))
     np.testing.assert_allclose(scaled, np.outer([1.0, -2.0], wants["awkward"]["matvec"]), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
-def test_csr_products_differentiate(kernel):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_csr_products_differentiate(impl):
     """grad, jvp and the gradient of a vmapped product in data and the vectors, against central
     finite differences in float64; X^T is the transpose of X (linear_transpose)."""
     A = _awkward()
-    op = SparseOperator.from_scipy(A, jnp.float64, kernel=kernel)
+    op = SparseOperator.from_scipy(A, jnp.float64, impl=impl)
     rng = np.random.default_rng(1)
     args = (op.data, jnp.asarray(rng.normal(size=A.shape[1])), jnp.asarray(rng.normal(size=A.shape[0])))
 
     def loss(data, w, u):  # nonlinear in both products
-        o = SparseOperator(data, op.indices, op.row_ids, op.indptr, op.shape, kernel)
+        o = SparseOperator(data, op.indices, op.row_ids, op.indptr, op.shape, impl)
         return jnp.sum(jnp.sin(o.matvec(w))) + jnp.sum(jnp.cos(o.rmatvec(u)) * w) \
             + jnp.sum(jnp.tanh(jax.vmap(o.matvec)(jnp.stack([w, 2 * w]))))
 
@@ -183,22 +183,22 @@ def test_csr_products_differentiate(kernel):
     np.testing.assert_allclose(t, A.T @ np.asarray(args[2]), rtol=1e-12)
 
 
-def test_csr_kernel_choice_reaches_the_compiled_program():
-    """On CPU the default operator lowers to the custom call when it is built; kernel='xla' never does."""
+def test_csr_impl_choice_reaches_the_compiled_program():
+    """On CPU the default operator lowers to the custom call when it is built; impl='xla' never does."""
     X = _awkward()
     hlo = lambda op: jax.jit(lambda o, w: o.rmatvec(o.matvec(w))).lower(op, jnp.ones(25)).as_text()  # noqa: E731
-    assert "custom_call" not in hlo(SparseOperator.from_scipy(X, jnp.float64, kernel="xla"))
+    assert "custom_call" not in hlo(SparseOperator.from_scipy(X, jnp.float64, impl="xla"))
     if jax.default_backend() == "cpu" and _csr.ffi_available():
         assert "custom_call @svmopt_csr_matvec_f64" in hlo(as_operator(X, jnp.float64, layout="sparse"))
-    with pytest.raises(ValueError, match="kernel"):
-        SparseOperator.from_scipy(X, jnp.float64, kernel="cuda")
+    with pytest.raises(ValueError, match="impl"):
+        SparseOperator.from_scipy(X, jnp.float64, impl="cuda")
 
 
 @pytest.mark.skipif(not _csr.ffi_available(), reason="compiled CSR kernel not built")
 def test_csr_kernel_refuses_indices_out_of_range():
     """The compiled kernel checks what it indexes: a hand-built operator with a column index
     >= d, or row pointers that run past the entries, raises instead of touching stray memory."""
-    op = SparseOperator.from_scipy(_awkward(), jnp.float64, kernel="ffi")
+    op = SparseOperator.from_scipy(_awkward(), jnp.float64, impl="ffi")
     bad_col = SparseOperator(op.data, op.indices.at[7].set(25), op.row_ids, op.indptr, op.shape, "ffi")
     with pytest.raises(Exception, match="malformed matrix"):
         jax.block_until_ready(bad_col.rmatvec(jnp.ones(40)))
