@@ -189,13 +189,14 @@ ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buf
 
 }  // namespace
 
-#define SVMOPT_CSR_BINDING(DT)                \
-  ffi::Ffi::Bind()                            \
-      .Arg<ffi::Buffer<DT>>()         /* data */    \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* indices */ \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* indptr */  \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* row_ids */ \
-      .Arg<ffi::Buffer<DT>>()         /* x or u */  \
+// Operands: data, indices, indptr, row_ids, x (or u); result: y (or z).
+#define SVMOPT_CSR_BINDING(DT)        \
+  ffi::Ffi::Bind()                    \
+      .Arg<ffi::Buffer<DT>>()         \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<DT>>()         \
       .Ret<ffi::Buffer<DT>>()
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f32, Matvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
