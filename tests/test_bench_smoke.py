@@ -150,3 +150,12 @@ def test_liblinear_one_vs_rest_columns_follow_the_task_classes():
         Pk = objective.primal(task.X, yk, wk, 2.0, 1.0)
         assert abs(objective.primal(task.X, yk, W[:, k], 2.0, 1.0) - Pk) <= 1e-6 * Pk
     assert task.accuracy(W) > 0.8
+
+
+def test_sparse_pass_smoke(capsys):
+    from bench import sparse_pass
+
+    rows = sparse_pass.main(["--smoke"])
+    assert {(r["K"], r["kind"]) for r in rows} == {(1, "two"), (1, "fused"), (3, "two"), (3, "fused")}
+    assert all(np.isfinite(r["svmopt_ratio"]) and np.isfinite(r["xla_ratio"]) for r in rows)
+    assert "| heart_scale | float32 | 3 | fused |" in capsys.readouterr().out
