@@ -253,9 +253,14 @@ class Progress:
         self.last_print = -math.inf
         self.last_k = 0
 
-    def next_until(self, k, max_iter, per_iter):
+    def next_until(self, k, max_iter, per_iter, chunks=None):
+        """The next chunk's end. ``chunks`` (the number of chunks run so far) replaces the timing
+        rule by a fixed doubling 16, 32, ... 1024: several processes must run chunks of the same
+        length (the collectives inside must match), so no clock may decide it."""
         if self.history:
             step = self.record_every
+        elif chunks is not None:
+            step = min(16 << min(chunks, 6), 1024)
         else:
             step = 16 if per_iter is None else int(max(16, self.TARGET / max(per_iter, 1e-9)))
             every = self.every()
@@ -335,9 +340,10 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     if history:
         s = summ(method, pb, state, k, code)
         prog.report(0, s.primal, s.dual, elapsed)
-    per_iter, kk = None, 0
+    per_iter, kk, chunks = None, 0, 0
     while kk < max_iter and int(code) == RUNNING:
-        until = prog.next_until(kk, max_iter, per_iter)
+        until = prog.next_until(kk, max_iter, per_iter, chunks if jax.process_count() > 1 else None)
+        chunks += 1
         t1 = time.perf_counter()
         if history:
             state, k, code = chunk(method, pb, state, k, code, i32(until))

@@ -501,3 +501,22 @@ def map_problem(fn, pb, args=(), arg_specs=(), out_specs=P()):
 
 def replicated_specs(tree):
     return jax.tree_util.tree_map(lambda _: P(), tree)
+
+
+def prepare_multiclass(X, y, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype):
+    """One-vs-rest on row-sharded X: (Problem for class 0, Y (K, n) sharded by rows, classes)."""
+    from .solve import build_problem, check_C, resolve_dtype
+
+    dt = resolve_dtype(dtype)
+    op, yv, s, classes = rows_and_labels(X, y, sample_weight, dt)
+    if classes.size < 2:
+        raise ValueError("y has only one class; a classifier needs two")
+    check_C(C, dt)
+    if intercept_scaling is not None:
+        if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
+            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
+        op, fit_intercept = op.with_column(float(intercept_scaling)), False
+    Y = jax.jit(lambda y, c: jnp.where(y[None, :] == c[:, None], 1.0, -1.0).astype(dt),
+                out_shardings=NamedSharding(op.mesh, P(None, AXIS)))(yv, jnp.asarray(classes, yv.dtype))
+    pb = build_problem(op, Y[0], s, jnp.asarray(C, dt), loss, reg, fit_intercept, dt)
+    return pb, Y, classes
