@@ -18,6 +18,7 @@ from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability
 from .operators import as_operator
+from .sharding import ShardedOperator, shard_rows
 from .result import Result, SolverError, Status
 from .solve import solve
 from .path import path
@@ -62,6 +63,8 @@ __all__ = [
     "load_svmlight",
     "dump_svmlight",
     "as_operator",
+    "shard_rows",
+    "ShardedOperator",
     "losses",
     "regularizers",
     "smoothing",

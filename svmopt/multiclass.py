@@ -26,7 +26,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import driver
+from . import driver, sharding
 from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
@@ -125,20 +125,30 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         raise ValueError(f"strategy must be 'ovr' (one-vs-rest) or 'ovo' (one-vs-one), got {strategy!r}")
     method = configure_method(method, tol, method_params)
     n = X.shape[0] if hasattr(X, "shape") else len(X)
-    classes, Y = _labels(y, n)
     if np.ndim(C) != 0:
         raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
                          "loop over C or use svmopt.solve for a binary grid")
-    # the Problem is validated and built once, with a placeholder binary y replaced below
-    pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                          intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
-                          layout=layout, bucket=kernel is None)
+    if sharding.is_sharded(X):  # rows over devices: the classes run one after another on all of them
+        if kernel is not None:
+            raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
+        pb, Yp, classes = sharding.prepare_multiclass(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                                      intercept_scaling=intercept_scaling,
+                                                      sample_weight=sample_weight, dtype=dtype)
+        Y = None
+    else:
+        classes, Y = _labels(y, n)
+        # the Problem is validated and built once, with a placeholder binary y replaced below
+        pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                           intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                           layout=layout, bucket=kernel is None)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
-    K, n_pad = Y.shape[0], pb.n
-    Yp = np.ones((K, n_pad))
-    Yp[:, :n] = Y
-    pb = pb.replace(y=jnp.asarray(Yp, pb.dtype))
+    K, n_pad = len(classes), pb.n
+    if Y is not None:
+        Yp = np.ones((K, n_pad))
+        Yp[:, :n] = Y
+        Yp = jnp.asarray(Yp, pb.dtype)
+    pb = pb.replace(y=Yp)
     start = make_start(None, method, pb.replace(y=pb.y[0]))
     starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (K,) + jnp.shape(a)), start)
     out, timings = driver.run_batch(method, pb, batch_axes(pb, y=0), starts, size=K, max_iter=max_iter,
@@ -152,7 +162,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         b = w[:, -1] * intercept_scaling
         w = w[:, :-1]
     extras = dict(out.extras)
-    if "alpha" in extras:
+    if "alpha" in extras and Y is not None:
         extras["alpha"] = np.asarray(extras["alpha"])[:, :n]
     res = MulticlassResult(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap,
                            status=np.asarray(out.status), iterations=np.asarray(out.iterations),

@@ -217,6 +217,10 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
                         "wrap a plain function with svmopt.losses.from_function")
     if not isinstance(reg, Regularizer):
         raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r}")
+    from . import sharding
+    if sharding.is_sharded(X):  # rows spread over devices: checked and encoded where they live
+        return sharding.prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
     dt = resolve_dtype(dtype)
     X = as_matrix(X)
     n = X.shape[0]
@@ -355,7 +359,11 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                "svmopt"), an int k (every k iterations) or a callable receiving a dict
     history    record iteration, objective, gap and time per ``record_every`` iterations
                (``Result.history``: a dict of arrays; for a C grid a list, one dict per C)
-    devices    where a batch (C grid) runs: a list of jax devices; ``batch`` "auto" | "loop" | "vmap"
+    devices    a list of jax devices. One C: the rows of X are split over them (``svmopt.shard_rows``;
+               every solver then computes X w and X^T u there, one all-reduce of d numbers per
+               X^T u). A C grid: the grid points run on them. Already sharded X (from
+               ``shard_rows``) needs no ``devices``.
+    batch      how a C grid runs: "auto" | "loop" | "vmap" (``svmopt.driver.run_batch``)
     bucket     pad the rows to one of 16 sizes per power of two with zero-weight rows (exact),
                so folds and grids of nearby sizes reuse one compiled program
     layout     "auto" | "sparse" | "dense": the data operator for scipy input
@@ -375,6 +383,10 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                              intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                              max_iter=max_iter, dtype=dtype, kernel=kernel, init=init)
     n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if devices is not None and np.ndim(C) == 0 and kernel is None:  # one problem: its rows over the devices
+        from .sharding import shard_rows
+        X, y, sample_weight = shard_rows(X, y, np.ones(n) if sample_weight is None else sample_weight,
+                                         devices=devices, dtype=dtype)
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                                     dtype=dtype, layout=layout, bucket=bucket and kernel is None)
