@@ -43,13 +43,14 @@ __all__ = ["Trace", "Ctx", "BenchMethod", "SvmoptMethod", "LiblinearMethod", "Li
            "SGDMethod", "registry", "select", "svmopt_solver_names", "svmopt_loss"]
 
 THRESHOLDS = (1e-2, 1e-3)
-KNOWN_SVMOPT = ("alm", "nesvm", "dual_cd", "cutting_plane", "alfpgm")
+KNOWN_SVMOPT = ("newton", "alm", "nesvm", "dual_cd", "cutting_plane", "alfpgm")
 # per-solver settings for a trace: run past the 1e-3 threshold (gap <= tol certifies it)
 TRACE_PARAMS = {"alm": dict(tol=1e-4)}
 DEFAULT_TRACE_TOL = 1e-4
 NOT_BATCH = {"dual_cd"}  # coordinate methods: not in the scaling sweep of batch methods
 # products with X per iteration, in passes (one pass = X w and X^T u), from each solver's docstring
 NOMINAL_PASSES = {"alm": 1.5, "nesvm": 1.0, "dual_cd": 1.0, "cutting_plane": 1.0}
+NOT_SOLVERS = ("auto",)  # svmopt.solvers modules that pick a solver rather than being one
 
 
 @dataclasses.dataclass
@@ -149,7 +150,7 @@ def svmopt_solver_names():
     """The known solver names, then any other module found in svmopt/solvers/."""
     import svmopt.solvers as pkg
 
-    found = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    found = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_") and m.name not in NOT_SOLVERS]
     return list(KNOWN_SVMOPT) + sorted(set(found) - set(KNOWN_SVMOPT))
 
 
@@ -247,7 +248,7 @@ class SvmoptMethod(BenchMethod):
         K = len(task.classes)
         method = self.configured()
         max_iter = self.max_iter(task, method, ctx.budget_s / K, ctx.dtype, probe=ctx.probe)
-        every = max(1, max_iter // 200)
+        every = 1 if max_iter is None else max(1, max_iter // 200)
         hists, compiles, W, statuses = [], [], [], []
         for k in range(K):
             res = self._solve(task, k, method, ctx.dtype, history=True, record_every=every, max_iter=max_iter)
@@ -301,6 +302,42 @@ class SvmoptMethod(BenchMethod):
         res = self._solve(task, 0, method or self.configured(), dtype, history=True, record_every=1, max_iter=3)
         t = np.diff(np.asarray(res.history["time"]))
         return float(np.median(t)) if t.size else math.nan
+
+
+class SvmoptDefault(SvmoptMethod):
+    """``svmopt.solve(X, y, loss=...)`` as a user runs it: no method (``auto`` picks), the default tol.
+
+    The trace is that call with ``history=True`` (so it stops where the default stops: a certified
+    relative gap of 1e-3); ``default_run`` times the same call without history (the steady-state
+    run, its compile, status and iterations) and notes the method ``auto`` chose.
+    """
+
+    def __init__(self):
+        super().__init__("auto")
+        self.name = "svmopt default"
+
+    def method(self):
+        from svmopt.solvers import auto
+
+        return auto
+
+    def configured(self, **over):
+        return self.method()(**over)
+
+    def max_iter(self, task, method, budget_s, dtype, probe=True):
+        return None  # the default cap of the method auto picks
+
+    def trace(self, task, ctx):
+        tr = super().trace(task, ctx)
+        res = self._solve(task, 0, self.method(), ctx.dtype)
+        res = self._solve(task, 0, self.method(), ctx.dtype)  # compiled: the steady-state run
+        err = (task.objective(np.stack([self._w(res, task)], axis=1)) - ctx.fstar) / abs(ctx.fstar) \
+            if len(task.classes) == 1 else math.nan
+        tr.default_run = dict(run_s=res.timings["run"], compile_s=tr.compile_s, status=res.status.name,
+                              iterations=int(res.iterations), method=res.method, rel_err=err,
+                              why=res.extras.get("auto", ""))
+        tr.note = (tr.note + f" auto -> {res.method}").strip()
+        return tr
 
 
 class _Shape:
@@ -357,6 +394,8 @@ class LiblinearMethod(BenchMethod):
         text = "".join(log)
         return dt, liblinear_weights(m, task), liblinear_iterations(text, self.s), text
 
+    default_eps = property(lambda self: 0.1 if self.s in (1, 3) else 0.01)  # train's -e default
+
     def trace(self, task, ctx):
         tr = Trace(self.name, self.group, sweep=True)
         rec = _Recorder(task, ctx, tr)
@@ -369,8 +408,14 @@ class LiblinearMethod(BenchMethod):
             dt, W, its, _ = self.run(task, prob, eps)
             spent += dt
             last = dt
+            if eps == self.default_eps:
+                tr.default_run = dict(run_s=dt, rel_err=(task.objective(W) - ctx.fstar) / abs(ctx.fstar),
+                                      iterations=its)
             if rec.add(dt, W, its):
                 break
+        if not hasattr(tr, "default_run"):
+            dt, W, its, _ = self.run(task, prob, self.default_eps)
+            tr.default_run = dict(run_s=dt, rel_err=(task.objective(W) - ctx.fstar) / abs(ctx.fstar), iterations=its)
         return tr
 
     def timed_solve(self, task, tol=None):
@@ -492,8 +537,8 @@ class SGDMethod(BenchMethod):
 
 
 def registry():
-    """All methods, svmopt solvers first (present or not: absent ones report why)."""
-    ms = [SvmoptMethod(n) for n in svmopt_solver_names()]
+    """All methods, svmopt's default solve and its solvers first (present or not: absent ones report why)."""
+    ms = [SvmoptDefault()] + [SvmoptMethod(n) for n in svmopt_solver_names()]
     ms += [LiblinearMethod(3), LiblinearMethod(1), LiblinearMethod(2), LinearSVCMethod(), SGDMethod()]
     from .kernel import LibsvmMethod, SVCMethod  # kernel-track peers
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write", "summary_rows", "detail_rows"]
+__all__ = ["write", "summary_rows", "detail_rows", "goal_rows"]
 
 PEER_GROUPS = ("liblinear", "libsvm")  # the reference peers: LIBLINEAR (linear), LIBSVM (kernel track)
 
@@ -75,6 +75,36 @@ def summary_rows(results):
     return out
 
 
+def _ratio(a, b):
+    ok = a is not None and b is not None and math.isfinite(a) and math.isfinite(b) and b > 0
+    return f"{a / b:.3g}" if ok else "—"
+
+
+# LIBLINEAR's default solver per loss (train's -s default is 1, the L2 dual; L1 is -s 3)
+LIBLINEAR_DEFAULT = {"L1": "liblinear -s 3", "L2": "liblinear -s 1"}
+
+
+def goal_rows(results):
+    """Per dataset x loss with a 'svmopt default' trace: its times against LIBLINEAR's (see table 0)."""
+    out = []
+    for e in results["traces"]:
+        tr = e["trace"]
+        if tr.method != "svmopt default" or not getattr(tr, "default_run", None):
+            continue
+        peers = [x["trace"] for x in results["traces"] if (x["dataset"], x["loss"]) == (e["dataset"], e["loss"])
+                 and x["trace"].group == "liblinear"]
+        best = lambda thr: min((p.hits[thr]["time"] for p in peers if thr in p.hits), default=math.nan)  # noqa
+        dflt = next((p for p in peers if p.method == LIBLINEAR_DEFAULT.get(e["loss"])), None)
+        dr = tr.default_run
+        ll = getattr(dflt, "default_run", None) or {}
+        out.append(dict(dataset=e["dataset"], loss=e["loss"], auto=dr["method"],
+                        t2=tr.hits.get(1e-2, {}).get("time", math.nan), l2=best(1e-2),
+                        t3=tr.hits.get(1e-3, {}).get("time", math.nan), l3=best(1e-3),
+                        run=dr["run_s"], run_err=dr["rel_err"], status=dr["status"], compile=tr.compile_s,
+                        ll_run=ll.get("run_s", math.nan), ll_err=ll.get("rel_err", math.nan)))
+    return out
+
+
 def _md_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -130,6 +160,28 @@ def write(results, out_dir: Path, stem: str):
           f"per-method budget {meta['budget_s']:g} s (3x above 10M nonzeros; shrunk to fit the run's time "
           f"limit of {meta.get('time_limit_min') or 'no'} min)",
           "", f"> **Noise.** {meta['noise']}", ""]
+    goal = goal_rows(results)
+    if goal:
+        L += ["## 0. The default solve against LIBLINEAR (issue 13's goals)", "",
+              "`svmopt default` = `svmopt.solve(X, y, loss=...)` with no method (`auto` picks; its choice in "
+              "column 3) and the default tol (a certified relative gap of 1e-3). t@: seconds (compile excluded) "
+              "until its trace first reaches the relative error, against the fastest LIBLINEAR solver for that "
+              "loss (goals: ratio <= 1.0 at 1e-2, <= 1.5 at 1e-3). Full run: the whole default solve (steady "
+              "state; first-call compile apart) against LIBLINEAR's default run (`train` with its default -s "
+              "for the loss and -e: -s 3 -e 0.1 for L1, -s 1 -e 0.1 for L2), both with the task's intercept "
+              "convention; rel err = where each run ends.", ""]
+        hdr = ["dataset", "loss", "auto ->", "default t@0.01", "LIBLINEAR best t@0.01", "ratio @0.01",
+               "default t@0.001", "LIBLINEAR best t@0.001", "ratio @0.001", "default full run s (rel err)",
+               "compile s", "LIBLINEAR default run s (rel err)", "ratio full run", "ratio incl. compile"]
+        rows = []
+        for g in goal:
+            rows.append([g["dataset"], g["loss"], g["auto"], _t(g["t2"]), _t(g["l2"]), _ratio(g["t2"], g["l2"]),
+                         _t(g["t3"]), _t(g["l3"]), _ratio(g["t3"], g["l3"]),
+                         f"{_t(g['run'])} ({g['run_err']:.0e}, {g['status']})", _t(g["compile"]),
+                         f"{_t(g['ll_run'])} ({g['ll_err']:.0e})", _ratio(g["run"], g["ll_run"]),
+                         _ratio(g["run"] + g["compile"], g["ll_run"])])
+        L += [_md_table(hdr, rows), ""]
+
     L += ["## 1. svmopt's fastest vs LIBLINEAR's fastest (LIBSVM's on the kernel track)",
           "",
           "Time (s, steady state: compile excluded, see table 2) until the relative primal error "

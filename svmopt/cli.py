@@ -154,7 +154,8 @@ def _train_parser():
     o.add_argument("--loss", default=None,
                    help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge)")
     o.add_argument("--reg", default=None, help="l2 (default) or l1")
-    o.add_argument("--method", default=None, help="solver name (default: svmopt's default method)")
+    o.add_argument("--method", default=None,
+                   help="solver name (default: auto, the method measured fastest for the problem)")
     o.add_argument("--tol", type=float, default=None, help="relative duality gap to certify (default: the method's)")
     o.add_argument("--max-iter", type=int, default=None, help="iteration cap (default: the method's)")
     o.add_argument("--dtype", choices=("float32", "float64"), default="float32")

@@ -308,9 +308,9 @@ class SVMClassifier(_Params):
         loss the two agree, 0.6996 against 0.6994.) ``svmopt.solve``'s default loss is the
         hinge.
     reg : "l2" (default), "l1" or an ``svmopt.regularizers.Regularizer``.
-    method : None (default: ``svmopt.solve``'s default method for a linear model; for a kernel
-        model alfpgm with the hinge, nesvm with a smooth loss) or a solver's name / an
-        ``svmopt.solvers`` Method.
+    method : "auto" (default: the solver measured fastest for the problem, see ``svmopt.solvers.auto``;
+        a kernel model gets alfpgm with the hinge, nesvm with a smooth loss), None (the same), or a
+        solver's name ("newton", "alm", ...) / an ``svmopt.solvers`` Method.
     C : float > 0, weight of the loss (default 1.0).
     fit_intercept : learn a free (unregularized) intercept b (default True).
     intercept_scaling : None (default) or s > 0: LIBLINEAR's bias feature (b regularized);
@@ -320,7 +320,7 @@ class SVMClassifier(_Params):
     dtype : None (float32, or float64 for float64 data when jax_enable_x64 is on),
         "float32" or "float64".
     kernel : None (linear, primal w), "linear", "rbf", "polynomial", "sigmoid" or an
-        ``svmopt.kernels.Kernel``; with ``method=None`` a kernel method is picked, an
+        ``svmopt.kernels.Kernel``; with ``method="auto"`` a kernel method is picked, an
         explicit method must support kernels (alfpgm, nesvm).
     gamma, degree, coef0 : kernel parameters, sklearn's SVC conventions (gamma "scale" /
         "auto" / number).
@@ -338,7 +338,7 @@ class SVMClassifier(_Params):
 
     _estimator_type = "classifier"  # sklearn < 1.6 reads this
 
-    def __init__(self, loss=None, reg="l2", method=None, C=1.0, fit_intercept=True,
+    def __init__(self, loss=None, reg="l2", method="auto", C=1.0, fit_intercept=True,
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
                  kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False):
         self.loss = loss
@@ -388,7 +388,7 @@ class SVMClassifier(_Params):
                   sample_weight=_sample_weight(self.class_weight, sample_weight, y, classes, X.shape[0]),
                   tol=self.tol, max_iter=self.max_iter, dtype=self.dtype, kernel=kernel, verbose=self.verbose,
                   **(self.method_params or {}))
-        if self.method is not None:
+        if self.method is not None and not (isinstance(self.method, str) and self.method == "auto"):
             kw["method"] = resolve_method(self.method)
         elif kernel is not None:  # the hinge: LIBSVM's dual (alfpgm); a smooth loss: NESVM in kernel form
             kw["method"] = resolve_method("alfpgm" if loss.family.kink else "nesvm")

@@ -31,8 +31,8 @@ from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import batch_axes, check_labels, configure_method, finish_problem, make_start, prepare
-from .solvers import Method, alm
+from .solve import batch_axes, check_labels, choose_method, configure_method, finish_problem, make_start, prepare
+from .solvers import Method, auto
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
 
@@ -91,7 +91,7 @@ def _labels(y, n: int):
 
 
 def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Regularizer = l2,
-                     method: Method = alm, C=1.0, fit_intercept: bool = True,
+                     method: Method = auto, C=1.0, fit_intercept: bool = True,
                      intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
                      max_iter: int | None = None, dtype=None, throw: bool = False, kernel=None,
                      devices=None, batch: str = "auto", verbose=False, layout: str = "auto",
@@ -117,7 +117,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         kw = dict(method_params)
         if tol is not None:
             kw["tol"] = tol
-        if method is not alm:
+        if method is not auto and method != "auto":
             kw["method"] = method
         return solve_ovo(X, y, C=C, kernel=kernel, sample_weight=sample_weight, dtype=dtype, max_iter=max_iter,
                          throw=throw, devices=devices, batch=batch, verbose=verbose, **kw)
@@ -141,6 +141,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                            intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                            layout=layout, bucket=kernel is None)
+    method, why = choose_method(method, pb, kernel)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     K, n_pad = len(classes), pb.n
@@ -170,6 +171,8 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                            history=hist,
                            extras=extras, intercept_scaling=intercept_scaling, state=out.state,
                            tol=float(np.asarray(method.tol)))
+    if why is not None:
+        res.extras["auto"] = why
     if pb.kernel is not None:
         alpha = np.asarray(res.extras["alpha"])  # (K, n)
         sv = np.flatnonzero(np.any(alpha > 0, axis=0))

@@ -21,13 +21,14 @@ from . import driver
 from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import attach_support_vectors, check_C, configure_method, finish_problem, make_start, prepare, to_result
-from .solvers import Method, alm
+from .solve import (attach_support_vectors, check_C, choose_method, configure_method, finish_problem, make_start,
+                    prepare, to_result)
+from .solvers import Method, auto
 
 __all__ = ["path"]
 
 
-def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, tol: float | None = None,
+def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method = auto, tol: float | None = None,
          max_iter: int | None = None, fit_intercept: bool = True, intercept_scaling: float | None = None,
          sample_weight=None, dtype=None, layout: str = "auto", kernel=None, verbose=False, throw: bool = False,
          warm: bool = True, history: bool = False, record_every: int = 1, **method_params: Any) -> Result:
@@ -48,6 +49,7 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     pb, classes, _ = prepare(X, y, loss=loss, reg=reg, C=float(C_arr[0]), fit_intercept=fit_intercept,
                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                 layout=layout, bucket=kernel is None)
+    method, why = choose_method(method, pb, kernel)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     order = np.argsort(C_arr, kind="stable")
@@ -79,6 +81,8 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
                                     "total": total}, method, pb, classes, C_arr, intercept_scaling, n)
     res.extras["order"] = order
     res.history = hists if history else None
+    if why is not None:
+        res.extras["auto"] = why
     if np.any(np.asarray(res.status) != Status.CONVERGED):
         bad = [f"C={C_arr[i]:g}: {Status(int(s)).name}" for i, s in enumerate(np.asarray(res.status))
                if s != Status.CONVERGED]

@@ -26,11 +26,12 @@ from .operators import DenseOperator, SparseOperator, as_operator
 from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solvers import Method, alm
+from .solvers import Method, auto
+from .solvers.auto import Auto
 from .solvers._base import DUAL, PRIMAL, RESUME, Start, concrete, is_traced
 
 __all__ = ["solve", "prepare", "encode_labels", "check_labels", "make_start", "configure_method",
-           "finish_problem", "batch_axes", "bucket_rows"]
+           "choose_method", "finish_problem", "batch_axes", "bucket_rows"]
 
 
 # ---------------------------------------------------------------------------------- input checks
@@ -250,7 +251,12 @@ def build_problem(op, y_pm, s, C, loss, reg, fit_intercept, dt):
 
 
 def configure_method(method, tol, method_params) -> Method:
-    """Check ``method`` is a solver and apply ``tol`` / extra keywords to it."""
+    """Check ``method`` is a solver (or "auto") and apply ``tol`` / extra keywords to it."""
+    if isinstance(method, str) and method == "auto":
+        method = auto
+    if isinstance(method, Auto) and method_params:
+        raise TypeError(f"method='auto' takes only tol; {sorted(method_params)} are parameters of a specific "
+                        "method: pass it, e.g. method=svmopt.solvers.alm(rho=1.1)")
     if not isinstance(method, Method):
         raise TypeError(f"method must be an svmopt solver (e.g. svmopt.solvers.alm), got {method!r}")
     if tol is not None:
@@ -260,6 +266,14 @@ def configure_method(method, tol, method_params) -> Method:
     if t is not None and not (np.ndim(t) == 0 and np.isfinite(t) and 0 < t < 1):
         raise ValueError(f"tol (the relative duality gap to certify) must be in (0, 1), got {method.tol!r}")
     return method
+
+
+def choose_method(method: Method, pb: Problem, kernel=None):
+    """(method to run, why): ``auto`` picks one for this problem (``svmopt.solvers.auto``); any
+    other method runs as given (why = None)."""
+    if not isinstance(method, Auto):
+        return method, None
+    return method.choose(pb if kernel is None else pb.replace(kernel=_cast(kernel, pb.dtype)))
 
 
 def finish_problem(pb: Problem, method: Method, kernel, max_iter):
@@ -339,7 +353,7 @@ def _same_shapes(a, b) -> bool:
 
 
 # ---------------------------------------------------------------------------------- solve
-def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, C=1.0,
+def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = auto, C=1.0,
           fit_intercept: bool = True, intercept_scaling: float | None = None, sample_weight=None,
           tol: float | None = None, max_iter: int | None = None, dtype=None, history: bool = False,
           record_every: int = 1, throw: bool = False, kernel=None, layout: str = "auto", init=None,
@@ -352,6 +366,9 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     (arrays in the Result then carry a leading axis). ``intercept_scaling=s`` switches to
     LIBLINEAR's bias-feature convention (b regularized as a weight on a constant feature s).
 
+    method     "auto" (default: the method measured fastest for this loss, regularizer, data and
+               backend, see ``svmopt.solvers.auto``; ``Result.method`` names it and
+               ``Result.extras["auto"]`` says why) or a solver such as ``svmopt.solvers.alm(rho=1.1)``
     tol        the relative duality gap (P - D)/|P| a CONVERGED status certifies (every method)
     init       a warm start: an earlier Result (same method and shapes: resumes exactly),
                a (w, b) pair, or {"w", "b", "alpha"}
@@ -390,6 +407,7 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                                     dtype=dtype, layout=layout, bucket=bucket and kernel is None)
+    method, why = choose_method(method, pb, kernel)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     if C_arr.ndim == 1:
@@ -409,6 +427,8 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                     intercept_scaling, n)
     if pb.kernel is not None and C_arr.ndim == 0:
         attach_support_vectors(res, X, pb, n)
+    if why is not None:
+        res.extras["auto"] = why
     return finish_result(res, method, throw)
 
 
@@ -482,6 +502,7 @@ def _solve_traced(X, y, *, loss, reg, method, C, fit_intercept, intercept_scalin
     if C.ndim > 1:
         raise ValueError(f"C must be a scalar or 1-D, got shape {C.shape}")
     pb = build_problem(op, y_pm, s, C if C.ndim == 0 else C[0], loss, reg, fit_intercept, dt)
+    method, _ = choose_method(method, pb, kernel)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(dt)
     start = make_start(init, method, pb, intercept_scaling, n)

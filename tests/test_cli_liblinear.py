@@ -99,19 +99,21 @@ def test_liblinear_model_errors(tmp_path, capsys):
 # ---------------------------------------------------------------- -s means LIBLINEAR's -s
 
 
-@pytest.mark.parametrize("s,loss", [(3, "hinge"), (1, "squared_hinge")])
-def test_s_number_is_liblinears_problem(tmp_path, capsys, s, loss):
-    """-s 3 is the L1-loss (hinge) SVM, -s 1 the L2-loss one, both by dual CD, bias regularized
-    as LIBLINEAR's -B 1: our objective matches LIBLINEAR's tight solve (float64)."""
+@pytest.mark.parametrize("s,loss,method", [(3, "hinge", "dual_cd"), (1, "squared_hinge", "dual_cd"),
+                                           (2, "squared_hinge", "newton")])
+def test_s_number_is_liblinears_problem(tmp_path, capsys, s, loss, method):
+    """-s 3 is the L1-loss (hinge) SVM, -s 1 the L2-loss one, both by dual CD, -s 2 the L2-loss
+    one by primal Newton, bias regularized as LIBLINEAR's -B 1: our objective matches
+    LIBLINEAR's tight solve (float64)."""
     X, y = load("heart_scale")
     model = tmp_path / "m"
     assert train_main(["-s", str(s), "-B", "1", "--dtype", "float64", "--tol", "1e-6", "--max-iter", "20000",
                        str(data_path("heart_scale")),
                        str(model)]) == 0
     out = capsys.readouterr().out
-    assert f"LIBLINEAR -s {s}" in out and f"loss {loss}" in out and "dual_cd: converged" in out
+    assert f"LIBLINEAR -s {s}" in out and f"loss {loss}" in out and f"{method}: converged" in out
     m = svmopt.load_model(model)
-    assert m.loss == loss and m.method == "dual_cd" and m.intercept_scaling == 1.0
+    assert m.loss == loss and m.method == method and m.intercept_scaling == 1.0
     ref = _ll_train(X, y, f"-s {s} -B 1 -e 1e-8")
     sign = 1.0 if ref.get_labels()[0] == 1 else -1.0
     w_ll, b_ll = sign * np.asarray(ref.get_decfun()[0]), sign * ref.get_decfun()[1]

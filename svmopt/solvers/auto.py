@@ -1,0 +1,87 @@
+"""``method="auto"`` (the default): the solver and settings that measured fastest to a certified gap.
+
+``auto`` never runs itself: ``svmopt.solve`` (and ``solve_multiclass``, ``path``, the estimator)
+replace it by ``auto.choose(pb)``, the first method of the table below that accepts the
+problem, configured with the caller's ``tol``. ``Result.method`` names the method that ran and
+``Result.extras["auto"]`` says why it was picked.
+
+The decision table (first match wins; every row certifies the relative duality gap):
+
+  problem                                         method                     why
+  ----------------------------------------------  -------------------------  -------------------------
+  a kernel                                        alfpgm, else nesvm         the kernel methods; alfpgm
+                                                                             where it applies (hinge, l2,
+                                                                             free intercept)
+  twice-differentiable loss (squared hinge, Lp    newton                     a few Newton steps of a
+  with p > 1, logistic, least squares, smoothed                              handful of matvecs each
+  hinge, from_function), smooth regularizer
+  with a conjugate (l2, smoothed l1)
+  any other loss with an l2-type regularizer      alm(precondition=True)     Jacobi-scaled ALM steps
+  (the hinge)
+  l1, elastic net, custom regularizers            alm (proximal step)        the one prox method
+
+The same table holds on CPU and accelerators: every row is matvecs only (dual CD, a
+per-coordinate loop, is never picked; on accelerators ``dual_cd`` itself runs its block variant).
+The measurements behind it (time to relative objective error 1e-2 / 1e-3 and to the certified
+default gap against LIBLINEAR's best, same run) are in bench/README.md ("method='auto'") and
+bench/results/.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..losses import MissingCapability
+from ._base import Method
+
+__all__ = ["Auto", "auto"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Auto(Method):
+    """Resolved to a concrete method per problem by ``choose``; ``tol`` passes on to it."""
+
+    tol: float = 1e-3
+
+    name = "auto"
+
+    def candidates(self, pb):
+        """(method, why) in the order of the decision table."""
+        from .alfpgm import alfpgm
+        from .alm import alm
+        from .nesvm import nesvm
+        from .newton import newton
+
+        tol = dict(tol=self.tol)
+        if pb.kernel is not None:
+            return [(alfpgm(**tol), "kernel: AL-FPGM decomposition (hinge, l2, free intercept)"),
+                    (nesvm(**tol), "kernel: NESVM (alfpgm does not take this problem)")]
+        out = [(newton(**tol), "twice-differentiable loss and smooth regularizer: truncated Newton")]
+        if pb.reg.quadratic is not None:
+            out.append((alm(precondition=True, **tol), "loss with a kink and an l2-type regularizer: ALM with "
+                                                       "Jacobi-preconditioned steps"))
+        else:
+            out.append((alm(**tol), "non-quadratic regularizer: ALM with proximal steps"))
+        return out + [(alm(criterion="grad", **tol), "no duality gap for this loss / regularizer: ALM stopped "
+                                                     "on the gradient (uncertified)")]
+
+    def choose(self, pb):
+        """The method for problem ``pb`` and the reason: the first candidate whose ``validate``
+        accepts it. When none does, the first one's error is raised (it names what is missing)."""
+        first = None
+        for method, why in self.candidates(pb):
+            try:
+                method.validate(pb)
+            except (MissingCapability, ValueError) as exc:
+                first = first or exc
+                continue
+            return method, why
+        raise first
+
+    # auto is replaced before a run; reaching the loop protocol is a caller's mistake
+    def _unresolved(self, *_):
+        raise TypeError("method 'auto' must be resolved first: auto.choose(problem) returns the method to run")
+
+    validate = init = step = check = finalize = _unresolved
+
+
+auto = Auto()
