@@ -28,7 +28,11 @@ up to date (eq. 11, 13), one coordinate step of Algorithm 1 is
             shrinking; M - m is the exact projected gradient at the end of the pass (one matvec).
   "block"   ``block_size`` coordinates per loop step. Each proposes its own eq.-9 update d_i
             from the same w, and the block moves by t d with t in [0, 1] the exact minimiser of
-            the dual along d: a monotone safeguard (the dual never increases), i.e. a coordinate
+            the dual along d: the safe step comes from the block's own curvature
+            |sum_i d_i y_i x_i|^2 + sum_i D_ii d_i^2 (the ESO bound of mini-batch SDCA bounds it a
+            priori, in expectation, by damping each row by how widely its features are shared;
+            the exact value is cheaper here and damps less), and the dual never increases
+            whatever block is drawn (the monotone safeguard): a coordinate
             gradient descent with exact line search (Tseng & Yun 2009, which gives convergence).
             The rows are laid out once in a random order and each pass visits the blocks in a
             fresh random order; the layout is redrawn when shrinking (as in "serial") has removed
@@ -36,6 +40,9 @@ up to date (eq. 11, 13), one coordinate step of Algorithm 1 is
             (<= max(8 block_size, n/16)) a pass takes exact serial steps, block after block: the
             serial fallback, where Jacobi steps on a small, strongly coupled active set would
             stall. Stopping as in "serial".
+  "auto"    (default) "serial" on CPU; "block" on accelerators, where the serial loop costs
+            one kernel launch per coordinate (``DualCD.resolved``). An explicit "serial" on an
+            accelerator warns.
 
 Cost under XLA: every kernel launch in a loop body costs ~0.1 us on CPU (several us on GPU),
 so the serial body is kept to a few kernels: a gather of w (sparse rows), the fused update,
@@ -62,6 +69,7 @@ eps by 10, restores every coordinate and the passes go on. At most 1000 passes b
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,13 +111,16 @@ class DualCD(Method):
     """Dual coordinate descent. Structure (static): ``variant``, ``shrinking``, ``block_size``,
     ``width``. Runtime numbers: ``tol``, ``eps``, ``seed``.
 
-    variant     "serial" (Algorithm 1 + Sections 3.1-3.2, default), "online" (Algorithm 2), "block"
+    variant     "auto" (default: "serial" on CPU, "block" on accelerators), "serial" (Algorithm 1 +
+                Sections 3.1-3.2), "online" (Algorithm 2), "block" (Jacobi blocks, exact line search)
     tol         relative duality gap certified at the end (default 1e-3)
     eps         LIBLINEAR's -e: a pass stops the run when M - m < eps (0.1), then the gap is checked
     shrinking   Section 3.2 shrinking (serial and block variants)
     seed        int or ``jax.random`` key for the permutations / random indices: the same seed gives
                 the same run; a new seed is a new runtime value (no recompilation)
-    block_size  coordinates per step of the block variant
+    block_size  coordinates per step of the block variant (None, default: 16 with
+                variant="block" on CPU; 1024 where "auto" picks the block variant on an accelerator,
+                where a step costs the same few kernel launches whatever B)
     width       padded row width for sparse X (None: 1.25 x the mean row length, a multiple of 4);
                 rows longer than it stay exact, they only cost more
     sync_rows   X sharded over devices (``svmopt.shard_rows``): the rows each device steps through
@@ -117,12 +128,12 @@ class DualCD(Method):
                 segments)
     """
 
-    variant: str = static("serial")
+    variant: str = static("auto")
     tol: float = 1e-3
     eps: float = 0.1
     shrinking: bool = static(True)
     seed: Any = 0
-    block_size: int = static(16)
+    block_size: Any = static(None)
     width: Any = static(None)
     sync_rows: int = static(8)
 
@@ -139,8 +150,12 @@ class DualCD(Method):
                 "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
                 "or method=alm for an unregularized intercept")
         pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
-        if self.variant not in ("serial", "online", "block"):
-            raise ValueError(f"dual_cd variant must be 'serial', 'online' or 'block', got {self.variant!r}")
+        if self.variant not in ("auto", "serial", "online", "block"):
+            raise ValueError(f"dual_cd variant must be 'auto', 'serial', 'online' or 'block', got {self.variant!r}")
+        if self.resolved(pb) == "serial" and _platform(pb) != "cpu" and not _sharded(pb):
+            warnings.warn(f"dual_cd(variant='serial') on {_platform(pb)}: one kernel launch per coordinate, "
+                          "a pass takes ~n launches (slow); variant='auto' runs the block variant there",
+                          UserWarning, stacklevel=3)
         check_positive(self, "eps")
         seed = self.seed
         is_key = isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key)
@@ -149,10 +164,22 @@ class DualCD(Method):
             if sv is not None and (isinstance(sv, bool) or np.ndim(sv) != 0
                                    or not np.issubdtype(np.asarray(sv).dtype, np.integer)):
                 raise TypeError(f"dual_cd seed must be an int or a jax.random key, got {seed!r}")
-        for field in ("block_size", "sync_rows") + (("width",) if self.width is not None else ()):
+        for field in ("sync_rows",) + tuple(f for f in ("block_size", "width") if getattr(self, f) is not None):
             v = getattr(self, field)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"dual_cd {field} must be a positive integer, got {v!r}")
+
+    def resolved(self, pb) -> str:
+        """The variant that runs on ``pb``: "auto" is "serial" on CPU, "block" on accelerators."""
+        if self.variant != "auto":
+            return self.variant
+        return "serial" if _platform(pb) == "cpu" else "block"
+
+    def block(self, pb) -> int:
+        """The block size that runs on ``pb`` (see ``block_size``)."""
+        if self.block_size is not None:
+            return int(self.block_size)
+        return 16 if self.variant == "block" or _platform(pb) == "cpu" else 1024
 
     def canonical(self, dtype):
         """The seed as the raw words of its key (an int and a key of the same value share a program)."""
@@ -207,9 +234,9 @@ class DualCD(Method):
                   mbar=jnp.where(resume, aux["mbar"], -inf), crit=inf, done=jnp.asarray(False),
                   n_active=jnp.asarray(n, jnp.int32), key=key,
                   eps=jnp.where(resume, aux["eps"], jnp.asarray(self.eps, dt)), layout=None)
-        if self.variant == "block":
+        if self.resolved(pb) == "block":
             k, sub = jax.random.split(_wrap(key))
-            st.update(key=jax.random.key_data(k), layout=_layout(st, sub, self.block_size))
+            st.update(key=jax.random.key_data(k), layout=_layout(st, sub, self.block(pb)))
         return DCDState(**st)
 
     def step(self, pb: Problem, st: DCDState) -> DCDState:
@@ -217,11 +244,11 @@ class DualCD(Method):
         d = st._asdict()
         if _sharded(pb):
             w, alpha, M, m, kept = _sharded_pass(self, pb, st, sub)
-        elif self.variant == "online":
+        elif self.resolved(pb) == "online":
             w, alpha = _online_pass(pb, d, sub)
             M, m = _exact_extremes(pb, d, w, alpha)
             kept = st.active
-        elif self.variant == "serial":
+        elif self.resolved(pb) == "serial":
             w, alpha, M, m, kept = _serial_pass(self, pb, d, sub)
         else:
             w, alpha, M, m, kept, layout = _block_pass(self, pb, d, sub)
@@ -252,6 +279,14 @@ class DualCD(Method):
     def carry(self, pb, st: DCDState) -> Start:
         aux = dict(key=st.key, active=st.active, Mbar=st.Mbar, mbar=st.mbar, eps=st.eps)
         return Start(st.w, jnp.zeros((), st.w.dtype), st.alpha, jnp.asarray(PRIMAL | DUAL, jnp.int32), aux)
+
+
+def _platform(pb) -> str:
+    """Where pb's data lives: "cpu", "gpu", "tpu" (the default backend when traced)."""
+    for leaf in jax.tree_util.tree_leaves(pb.op):
+        if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer):
+            return next(iter(leaf.devices())).platform
+    return jax.default_backend()
 
 
 # ---------------------------------------------------------------- rows over several devices
@@ -414,7 +449,7 @@ def _block_pass(method, pb: Problem, st, key):
     rows fit in max(8 B, n/16) the pass takes exact serial steps instead, block after block:
     there Jacobi steps on a few strongly coupled rows stall, and serial steps are cheap.
     """
-    n, B = pb.n, method.block_size
+    n, B = pb.n, method.block(pb)
     width = st["table"].shape[1] - 4
     Mbar, mbar = _bounds(method, st)
     k_lay, k_blk = jax.random.split(key)
