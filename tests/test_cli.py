@@ -24,14 +24,15 @@ def _accuracy(out):
 def test_heart_train_predict_with_progress(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     data = data_path("heart_scale")
-    assert train_main(["-c", "1", "-B", "1", "--progress", "20", "--dtype", "float64", str(data)]) == 0
+    assert train_main(["-c", "1", "-B", "1", "--progress", "1", "--dtype", "float64", str(data)]) == 0
     out = capsys.readouterr().out
     model = tmp_path / "heart_scale.model"  # LIBLINEAR's default name, compression suffix dropped
     assert model.exists() and "model written to heart_scale.model" in out
     assert "read " in out and "270 rows, 13 features" in out and "converged after" in out
     assert "bias feature 1" in out and "float64" in out
     objs = [float(v) for v in re.findall(r"iter +\d+ +objective ([0-9.e+-]+)", out)]
-    assert len(objs) >= 3 and objs[0] >= objs[-1]  # one line per 20 iterations, going down
+    # one line per iteration (the default, newton, takes a handful), going down
+    assert len(objs) >= 3 and objs[0] >= objs[-1]
     m = load_model(model)
     assert objs[-1] >= float(m.primal_objective) * (1 - 1e-3)  # the run ends at or below what it printed
     assert m.intercept_scaling == 1.0 and m.w.dtype == np.float64 and m.w.shape == (13,)
@@ -69,7 +70,7 @@ def test_one_vs_rest_and_options(tmp_path, capsys):
     assert train_main(["--loss", "1.5", "--max-iter", "2", "-c", "1", str(data), str(model)]) == 0
     out, err = capsys.readouterr()
     assert "one-vs-rest over 3 classes" in out and "class 2: max_iter after 2 iterations" in out
-    assert "svmopt-train: warning: alm one-vs-rest: MAX_ITER for class(es) -1.0, 1.0, 2.0" in err
+    assert "svmopt-train: warning: newton one-vs-rest: MAX_ITER for class(es) -1.0, 1.0, 2.0" in err  # auto: newton
     m = load_model(model)
     assert m.w.shape == (3, 13) and m.w.dtype == np.float32 and m.loss == "lp_hinge(p=1.5)"
     with pytest.warns(svmopt.ConvergenceWarning):
