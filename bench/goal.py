@@ -137,17 +137,15 @@ def dcd_pass(X, y, platforms, passes, tick):
             t0, w0 = tick(), time.perf_counter()
             r = svmopt.solve(X, y, **kw)
             ct, wt = tick() - t0, time.perf_counter() - w0
+            from svmopt.solve import prepare
+
+            variant = dual_cd.resolved(prepare(X, y, loss=svmopt.losses.hinge, reg=svmopt.regularizers.l2,
+                                               intercept_scaling=1.0)[0])
         it = max(int(r.iterations), 1)
-        rows.append(f"| {plat} | {dual_cd.resolved(_pb(X, y))if plat == 'cpu' else 'auto'} | {it} | "
+        rows.append(f"| {plat} | {variant} | {it} | "
                     f"{1e3 * r.timings['run'] / it:.2f} | {1e3 * wt / it:.2f} | {1e3 * ct / it:.2f} | "
                     f"{first.timings['compile']:.2f} |")
     return rows
-
-
-def _pb(X, y):
-    from svmopt.solve import prepare
-
-    return prepare(X, y, intercept_scaling=1.0)[0]
 
 
 def main(argv=None):
