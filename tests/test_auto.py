@@ -30,7 +30,7 @@ def test_every_pair_gets_a_method_that_certifies():
             method.validate(pb)
             assert driver.has_dual(method, pb), (loss, reg, method.name)
             assert why and method.tol == auto.tol
-            smooth = loss.is_differentiable and reg.is_smooth
+            smooth = loss.is_differentiable and reg.quadratic is not None
             assert method.name == ("newton" if smooth else "alm"), (loss, reg)
             if method.name == "alm":  # Jacobi steps exactly where the (w, b) step is a least-squares one
                 assert method.precondition == (reg.quadratic is not None)
@@ -74,3 +74,67 @@ def test_auto_refuses_method_parameters_and_names_what_is_missing():
     with pytest.raises(MissingCapability, match="dual"):
         svmopt.solve(X, y, loss=lp_hinge(1.5).smoothed(0.1), reg=l2)
     assert pm(y).size == X.shape[0]
+
+
+def _reference(X, y, loss, reg, picked):
+    """A float64 optimum certified to 1e-6 by another method (or, where auto's pick is the only
+    one that takes the problem, by its other variant: alm without Jacobi scaling)."""
+    from svmopt.solvers import alm, cutting_plane, nesvm, newton
+
+    for m in (newton, alm(variant="exact"), nesvm, cutting_plane, alm(precondition=False)):
+        if m.name == picked.name and m == picked:
+            continue
+        if m.name == picked.name and m.name != "alm":
+            continue
+        try:
+            r = svmopt.solve(X, y, loss=loss, reg=reg, method=m(tol=1e-6), dtype=jnp.float64, max_iter=50000)
+        except (MissingCapability, ValueError):
+            continue
+        if r.status == Status.CONVERGED:
+            return float(r.primal_objective), m.name
+    raise AssertionError(f"no float64 reference for {loss!r}, {reg!r}")
+
+
+def _check_pair(loss, reg, X, y):
+    r = svmopt.solve(X, y, loss=loss, reg=reg)  # float32, default tol 1e-3
+    assert r.status == Status.CONVERGED, (loss, reg, r.method)
+    ref, how = _reference(X, y, loss, reg, auto.choose(prepare(X, y, loss=loss, reg=reg)[0])[0])
+    assert ref * (1 - 1e-5) <= float(r.primal_objective) <= ref * (1 + 1e-3) + 1e-6, (loss, reg, r.method, how)
+
+
+# the rows of the decision table test_default_solve_is_auto_and_matches_liblinear leaves out; all
+# pairs in the slow sibling
+ROWS = [(logistic, l1), (smoothed_hinge(0.5), smoothed_l1(0.1)), (lp_hinge(1.5), l2)]
+
+
+@pytest.mark.parametrize("loss, reg", ROWS[1:], ids=lambda v: repr(v)[:24])
+def test_auto_result_is_converged_and_within_tol_of_a_float64_reference(loss, reg):
+    X, y = load("heart_scale")
+    _check_pair(loss, reg, X, y)
+
+
+def test_auto_l1_logistic_matches_liblinear():
+    """l1 + logistic (auto: alm's proximal step) against LIBLINEAR's -s 6 (newGLMNET, through
+    scikit-learn) run tight: no intercept on either side, so the objectives are the same."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load("heart_scale")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression(penalty="l1", C=1.0, solver="liblinear", fit_intercept=False, tol=1e-10,
+                               max_iter=100000).fit(X, pm(y))
+    w = m.coef_.ravel()
+    ref = np.abs(w).sum() + np.logaddexp(0.0, -pm(y) * (X @ w)).sum()
+    r = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False)
+    assert r.status == Status.CONVERGED and r.method == "alm"
+    assert ref * (1 - 1e-5) <= float(r.primal_objective) <= ref * (1 + 1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda v: repr(v)[:24])
+@pytest.mark.parametrize("reg", REGS, ids=lambda v: repr(v)[:24])
+def test_every_pair_auto_certifies_the_float64_optimum(loss, reg):
+    X, y = load("heart_scale")
+    _check_pair(loss, reg, X, y)
