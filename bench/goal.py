@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 THRESH = (1e-2, 1e-3)
-EPS = {3: (1.0, 0.3, 0.1, 0.03, 0.01, 0.003), 1: (1.0, 0.3, 0.1, 0.03, 0.01, 0.003),
+EPS = {3: (1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 1e-4), 1: (1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 1e-4),
        2: (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 1e-4)}
 
 
@@ -109,9 +109,11 @@ def liblinear_rows(X, y, p, fstar, repeats, tick):
                 t0 = tick()
                 m = ll.train(prob, ll.parameter(f"-s {s} -c 1 -B 1 -e {eps} -q"))
                 times.append(tick() - t0)
-            wfull = np.asarray(m.get_decfun()[0], float)
+            wl, bl = m.get_decfun()  # w over LIBLINEAR's nr_feature (the largest index seen), b = bias * w_B
             sign = 1.0 if m.get_labels()[0] == 1 else -1.0
-            w, b = sign * wfull[:-1] if wfull.size > X.shape[1] else sign * wfull, sign * m.get_decfun()[1]
+            w = np.zeros(X.shape[1])
+            w[:len(wl)] = sign * np.asarray(wl, float)
+            b = sign * bl
             err = (objective(X, y, w, b, p) - fstar) / abs(fstar)
             for t in THRESH:
                 if err <= t and statistics.median(times) < best[t][0]:
