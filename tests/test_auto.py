@@ -36,6 +36,10 @@ def test_every_pair_gets_a_method_that_certifies():
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
     assert seen == {"newton", "alm"}
+    # wide data (more features than rows): Jacobi-scaled alm even for a smooth loss
+    pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)
+    method, _ = auto.choose(pb)
+    assert method.name == "alm" and method.precondition
 
 
 def test_default_solve_is_auto_and_matches_liblinear():
