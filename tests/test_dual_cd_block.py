@@ -46,10 +46,10 @@ def test_auto_variant_is_serial_on_cpu_block_elsewhere_and_serial_warns_there(mo
         warnings.simplefilter("error")
         dual_cd.validate(pb)
     # "auto" on an accelerator runs the block program: same optimum as the serial one on CPU
-    r = svmopt.solve(X, y, loss=hinge, method=dual_cd(tol=1e-5), fit_intercept=False, dtype=jnp.float64)
+    r = svmopt.solve(X, y, loss=hinge, method=dual_cd(tol=1e-4), fit_intercept=False, dtype=jnp.float64)
     monkeypatch.undo()
-    s = svmopt.solve(X, y, loss=hinge, method=dual_cd(variant="serial", tol=1e-5), fit_intercept=False,
+    s = svmopt.solve(X, y, loss=hinge, method=dual_cd(variant="serial", tol=1e-4), fit_intercept=False,
                      dtype=jnp.float64)
     assert r.status == s.status == Status.CONVERGED
-    assert float(r.primal_objective) == pytest.approx(float(s.primal_objective), rel=2e-5)
+    assert float(r.primal_objective) == pytest.approx(float(s.primal_objective), rel=2e-4)
     assert np.asarray(r.w).shape == np.asarray(s.w).shape

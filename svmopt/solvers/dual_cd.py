@@ -37,7 +37,8 @@ up to date (eq. 11, 13), one coordinate step of Algorithm 1 is
             The rows are laid out once in a random order and each pass visits the blocks in a
             fresh random order; the layout is redrawn when shrinking (as in "serial") has removed
             a quarter of its rows or when they are restored. Once the active rows are few
-            (<= max(8 block_size, n/16)) a pass takes exact serial steps, block after block: the
+            (<= max(8 block_size, n/16) on CPU, <= block_size on accelerators, where each serial
+            step is a kernel launch) a pass takes exact serial steps, block after block: the
             serial fallback, where Jacobi steps on a small, strongly coupled active set would
             stall. Stopping as in "serial".
   "auto"    (default) "serial" on CPU; "block" on accelerators, where the serial loop costs
@@ -119,7 +120,7 @@ class DualCD(Method):
     seed        int or ``jax.random`` key for the permutations / random indices: the same seed gives
                 the same run; a new seed is a new runtime value (no recompilation)
     block_size  coordinates per step of the block variant (None, default: 16 with
-                variant="block" on CPU; 1024 where "auto" picks the block variant on an accelerator,
+                variant="block" on CPU; 256 where "auto" picks the block variant on an accelerator,
                 where a step costs the same few kernel launches whatever B)
     width       padded row width for sparse X (None: 1.25 x the mean row length, a multiple of 4);
                 rows longer than it stay exact, they only cost more
@@ -179,7 +180,7 @@ class DualCD(Method):
         """The block size that runs on ``pb`` (see ``block_size``)."""
         if self.block_size is not None:
             return int(self.block_size)
-        return 16 if self.variant == "block" or _platform(pb) == "cpu" else 1024
+        return 16 if self.variant == "block" or _platform(pb) == "cpu" else 256
 
     def canonical(self, dtype):
         """The seed as the raw words of its key (an int and a key of the same value share a program)."""
@@ -471,7 +472,9 @@ def _block_pass(method, pb: Problem, st, key):
         serial = _serial_body(recs, width, Mbar, mbar, tails, pos=lambda s: blocks[s // B] * B + s % B, live=live)
         loops.append(lambda c, body=serial: lax.fori_loop(0, n_blocks * B, body, c))
     # 0: Jacobi blocks; 1: the serial fallback; 2: the same when some active row is long
-    mode = jnp.where(lay["n"] <= max(8 * B, n // 16), 1 + jnp.any(st["long"] & st["active"]), 0)
+    # on accelerators a serial step is a kernel launch: fall back only once the active rows fit one block
+    small = max(8 * B, n // 16) if _platform(pb) == "cpu" else B
+    mode = jnp.where(lay["n"] <= small, 1 + jnp.any(st["long"] & st["active"]), 0)
     w, out = lax.switch(jnp.minimum(mode, len(loops) - 1), loops, (st["w"], out))
     kept = live[:n] & (out[:n, 2] == 0)
     return (w, st["alpha"].at[order].set(out[:n, 0]), *_extremes(out[:n, 1], kept),
