@@ -34,7 +34,7 @@ def heart():
 def test_verbose_callback_and_history_agree(heart):
     X, y = heart
     cb = Recorder(every=5)
-    r = svmopt.solve(X, y, loss=squared_hinge, dtype="float64", verbose=cb, tol=1e-5)
+    r = svmopt.solve(X, y, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", verbose=cb, tol=1e-5)
     ks = [c["iteration"] for c in cb.calls]
     assert ks[:-1] == list(range(5, 5 * len(ks), 5)) and ks[-1] == r.iterations  # every 5, then the end
     assert {"objective", "gap", "relative_gap", "elapsed", "label"} <= set(cb.calls[0])
@@ -44,7 +44,7 @@ def test_verbose_callback_and_history_agree(heart):
     assert last["objective"] == pytest.approx(objective(X, y, np.asarray(r.w), float(r.b), 1.0, 2), rel=1e-10)
     assert all(c["gap"] >= -1e-9 for c in cb.calls) and last["relative_gap"] <= 1e-5
 
-    h = svmopt.solve(X, y, loss=squared_hinge, dtype="float64", history=True, record_every=5, tol=1e-5).history
+    h = svmopt.solve(X, y, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", history=True, record_every=5, tol=1e-5).history
     assert h["iteration"][0] == 0 and list(h["iteration"][1:6]) == [5, 10, 15, 20, 25]
     for c in cb.calls[:-1]:  # the same iterates: the callback saw what history recorded
         i = int(np.flatnonzero(h["iteration"] == c["iteration"])[0])
@@ -66,7 +66,7 @@ def test_history_for_a_C_grid(heart):
     """A batched solve records one table per C, the same as solving each C alone."""
     X, y = heart
     grid = [0.1, 1.0, 10.0]
-    r = svmopt.solve(X, y, C=grid, loss=squared_hinge, dtype="float64", history=True, record_every=4,
+    r = svmopt.solve(X, y, C=grid, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", history=True, record_every=4,
                      max_iter=400)
     assert isinstance(r.history, list) and len(r.history) == 3
     for i, C in enumerate(grid):
@@ -74,14 +74,14 @@ def test_history_for_a_C_grid(heart):
         assert h["objective"][-1] == pytest.approx(float(r.primal_objective[i]), rel=1e-12)
         assert h["gap"][-1] == pytest.approx(float(r.gap[i]), rel=1e-9, abs=1e-12)
         assert h["objective"][-1] == pytest.approx(objective(X, y, r.w[i], float(r.b[i]), C, 2), rel=1e-10)
-        one = svmopt.solve(X, y, C=C, loss=squared_hinge, dtype="float64", history=True, record_every=4,
+        one = svmopt.solve(X, y, C=C, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", history=True, record_every=4,
                            max_iter=400).history
         m = len(h["iteration"])  # one device: each C runs alone (from iteration 0); lanes skip iteration 0
         assert m >= len(one["iteration"]) - 1
         np.testing.assert_array_equal(h["iteration"], one["iteration"][-m:])
         np.testing.assert_allclose(h["objective"], one["objective"][-m:], rtol=1e-12)
         np.testing.assert_allclose(h["gap"], one["gap"][-m:], rtol=1e-9, atol=1e-12)
-    v = svmopt.solve(X, y, C=grid, loss=squared_hinge, dtype="float64", history=True, record_every=4,
+    v = svmopt.solve(X, y, C=grid, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", history=True, record_every=4,
                      max_iter=400, batch="vmap")  # the vmapped batch (finished lanes leave) records the same
     for i, C in enumerate(grid):
         h = v.history[i]
@@ -94,14 +94,14 @@ def test_one_vs_rest_and_path_progress(heart):
     X, y = heart
     y3 = np.where(X[:, 0].toarray().ravel() > 0.3, 2, y)
     cb = Recorder()
-    r = svmopt.solve_multiclass(X, y3, loss=squared_hinge, dtype="float64", verbose=cb, history=True)
+    r = svmopt.solve_multiclass(X, y3, loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", verbose=cb, history=True)
     assert {c["label"] for c in cb.calls} == {"[-1] ", "[1] ", "[2] "}
     for k in range(3):
         assert r.history[k]["objective"][-1] == pytest.approx(float(r.primal_objective[k]), rel=1e-12)
         assert r.history[k]["iteration"][-1] == r.iterations[k]
 
     cb = Recorder()
-    p = svmopt.path(X, y, C=[0.5, 2.0], loss=squared_hinge, dtype="float64", verbose=cb, history=True)
+    p = svmopt.path(X, y, C=[0.5, 2.0], loss=squared_hinge, method=svmopt.solvers.alm, dtype="float64", verbose=cb, history=True)
     assert {c["label"] for c in cb.calls} == {"[C=0.5] ", "[C=2] "}
     for i, C in enumerate((0.5, 2.0)):
         assert p.history[i]["objective"][-1] == pytest.approx(objective(X, y, p.w[i], float(p.b[i]), C, 2),
