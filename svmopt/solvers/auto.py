@@ -86,7 +86,12 @@ class Auto(Method):
     def _unresolved(self, *_):
         raise TypeError("method 'auto' must be resolved first: auto.choose(problem) returns the method to run")
 
-    validate = init = step = check = finalize = _unresolved
+    validate = _unresolved
+    init = _unresolved
+    step = _unresolved
+    check = _unresolved
+    finalize = _unresolved
 
 
 auto = Auto()
+"""method="auto", the default of ``svmopt.solve``: replaced per problem by ``auto.choose(problem)`` (see the table above)."""

@@ -246,3 +246,4 @@ def _pcg(hess, g, M, eta, iters, target):
 
 
 newton = Newton()
+"""Truncated Newton (line search, Jacobi-preconditioned CG) with its defaults: ``solve(X, y, loss=squared_hinge, method=newton)``."""
