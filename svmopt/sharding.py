@@ -38,6 +38,7 @@ from .operators import DenseOperator, SparseOperator
 __all__ = ["shard_rows", "ShardedOperator", "row_mesh", "is_sharded", "AXIS"]
 
 AXIS = "rows"
+"""The name of the device-mesh axis the rows of X are split over (``row_mesh``)."""
 
 
 def row_mesh(devices=None) -> Mesh:
