@@ -6,6 +6,7 @@ two-process case runs tests/distributed_case.py twice on 127.0.0.1 (CPU, gloo).
 References: the same solve on one device (float64, certified gaps), separate binary
 solves for one-vs-rest, and the whole file for load_svmlight's shards.
 """
+import importlib.util
 import io
 import json
 import lzma
@@ -66,17 +67,27 @@ def _check_equal(res, methods, rel=1e-6):
 
 
 ALL = "alm,nesvm,cutting_plane,dual_cd"
+if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # every linear method, Newton where it exists
+    ALL += ",newton"
 
 
-@pytest.mark.parametrize("name, rows, layout, methods", [
-    ("a9a", 2001, "sparse", ALL),                           # n odd: one padding row
-    ("ijcnn1", 1501, "dense", "alm,dual_cd"),
-    pytest.param("a9a", 2001, "dense", ALL, marks=pytest.mark.slow),
-    pytest.param("ijcnn1", 1501, "sparse", ALL, marks=pytest.mark.slow),
-    pytest.param("a9a", 32561, "sparse", ALL, marks=pytest.mark.slow),
+@pytest.mark.parametrize("name, rows, layout, methods, tol", [
+    ("a9a", 2001, "sparse", ALL, 1e-7),                           # n odd: one padding row
+    ("ijcnn1", 1501, "dense", "alm,dual_cd", 1e-7),
+    # fast siblings of the slow dense a9a / sparse ijcnn1 cases for the two methods whose sharded
+    # iterates are the one-device iterates up to summation order (same iteration counts): a loose
+    # tol still pins the objectives to 1e-6
+    ("a9a", 501, "dense", "nesvm,cutting_plane", 1e-5),
+    ("ijcnn1", 501, "sparse", "nesvm,cutting_plane", 1e-5),
+    pytest.param("a9a", 2001, "dense", ALL, 1e-7, marks=pytest.mark.slow),
+    pytest.param("ijcnn1", 1501, "sparse", ALL, 1e-7, marks=pytest.mark.slow),
+    pytest.param("a9a", 32561, "sparse", ALL, 1e-7, marks=pytest.mark.slow),
 ])
-def test_sharded_solve_equals_one_device(name, rows, layout, methods):
-    _check_equal(run_case("equal", name, rows, layout, methods, 1e-7), methods.split(","))
+def test_sharded_solve_equals_one_device(name, rows, layout, methods, tol):
+    res = run_case("equal", name, rows, layout, methods, tol)
+    _check_equal(res, methods.split(","))
+    if tol > 1e-7:  # the loose siblings: the same path, step for step
+        assert all(r["one"]["iterations"] == r["two"]["iterations"] for r in res.values()), res.keys()
 
 
 @pytest.mark.slow
