@@ -133,6 +133,7 @@ def threads(args, log):
                 r = _spawn(spec, flag, args.timeout)
                 r["repeat"] = rep
                 rows.append(r)
+                args.save(rows)
                 log(f"threads {name} {v} rep {rep}: " + (r.get("error", "")[-300:] or
                     f"{1e3 * np.median(r['per_iter']):.2f} ms/it, compile {r['compile']:.2f} s, load {r['load'][0]:.1f}"))
     return rows
@@ -141,17 +142,19 @@ def threads(args, log):
 def ovr(args, log):
     rows = []
     variants = [(v, args.devices_flag if v.endswith("@2") else 0) for v in args.variants.split(",")
-                if args.devices_flag or not v.endswith("@2")]
+                if v and (args.devices_flag or not v.endswith("@2"))]
     for rep in range(args.repeats):
         for name in args.datasets.split(","):
             todo = [(m, v, f) for m in args.methods.split(",") for v, f in variants]
             if rep == 0 and args.sklearn:
                 todo.append(("-", "LinearSVC", 0))
             for m, v, flag in todo:
-                spec = dict(kind="ovr", dataset=name, method=m, variant=v, calls=args.calls, dtype=args.dtype)
+                calls = 1 if v == "LinearSVC" else args.calls  # nothing to compile: one call
+                spec = dict(kind="ovr", dataset=name, method=m, variant=v, calls=calls, dtype=args.dtype)
                 r = _spawn(spec, flag, args.timeout)
                 r["repeat"] = rep
                 rows.append(r)
+                args.save(rows)
                 log(f"ovr {name} {m} {v} rep {rep}: " + (r.get("error", "")[-300:] or
                     f"{r['wall']:.2f} s (first call {r['first']['wall']:.2f} s, compile {r['first']['compile']:.2f})"
                     f" its {r['iterations']} acc {r['accuracy']:.4f} load {r['load'][0]:.1f}"))
@@ -261,7 +264,16 @@ def main(argv=None):
             args.sklearn = False
     load0 = [round(x, 2) for x in os.getloadavg()]
     log = lambda s: print(s, flush=True)  # noqa: E731
-    th = ov = []
+    th, ov = [], []
+
+    def save(rows):  # the report so far, after every run (a run stopped from outside keeps its rows)
+        if args.out:
+            part = (rows, []) if args.what == "threads" or (args.what == "both" and not th) else (th, rows)
+            a = argparse.Namespace(**vars(args))
+            a.repeats = getattr(args, "th_repeats", args.repeats) or 1
+            Path(args.out).write_text(report(*part, a, load0, [round(x, 2) for x in os.getloadavg()]) + "\n")
+
+    args.save = save
     if args.what in ("threads", "both"):
         a = argparse.Namespace(**vars(args))
         a.datasets = args.datasets if args.what == "threads" and args.datasets else "a9a,news20-bin,dense-gen"
