@@ -38,6 +38,7 @@ from .operators import DenseOperator, SparseOperator
 __all__ = ["shard_rows", "ShardedOperator", "row_mesh", "is_sharded", "AXIS"]
 
 AXIS = "rows"
+"""Name of the mesh axis the rows are split over (``row_mesh``; ``PartitionSpec(AXIS)`` shards by rows)."""
 
 
 def row_mesh(devices=None) -> Mesh:
