@@ -65,9 +65,10 @@ def ffi_available() -> bool:
         args = (data, np.array([0, 3, 1, 2], np.int32), np.array([0, 2, 2, 4], np.int32),
                 np.array([0, 0, 2, 2], np.int32))
         x = np.arange(1.0, 9.0, dtype=np.float32).reshape(2, 4)
-        with jax.default_device(jax.devices("cpu")[0]):
-            y = _bind_matvec(*args, x, "ffi")
-            z = _bind_rmatvec(*args, y, 4, "ffi")
+        # on this process's own CPU device: under jax.distributed, devices("cpu")[0] may be another's
+        args, x = jax.device_put((args, x), jax.local_devices(backend="cpu")[0])
+        y = _bind_matvec(*args, x, "ffi")
+        z = _bind_rmatvec(*args, y, 4, "ffi")
         y_ref = np.array([[9.0, 0.0, 18.0], [21.0, 0.0, 46.0]], np.float32)
         return bool(np.array_equal(np.asarray(y), y_ref)
                     and np.allclose(np.asarray(z), y_ref @ _dense(*args, (3, 4))))

@@ -38,7 +38,7 @@ from .operators import DenseOperator, SparseOperator
 __all__ = ["shard_rows", "ShardedOperator", "row_mesh", "is_sharded", "AXIS"]
 
 AXIS = "rows"
-"""The name of the device-mesh axis the rows of X are split over (``row_mesh``)."""
+"""Name of the mesh axis the rows are split over (``row_mesh``; ``PartitionSpec(AXIS)`` shards by rows)."""
 
 
 def row_mesh(devices=None) -> Mesh:

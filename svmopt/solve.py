@@ -382,7 +382,8 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     devices    a list of jax devices. One C: the rows of X are split over them (``svmopt.shard_rows``;
                every solver then computes X w and X^T u there, one all-reduce of d numbers per
                X^T u). A C grid: the grid points run on them. Already sharded X (from
-               ``shard_rows``) needs no ``devices``.
+               ``shard_rows``) needs no ``devices``. Default None: one device (on a CPU, row
+               sharding over host devices pays for sparse X only: docs/scaling.md).
     batch      how a C grid runs: "auto" | "loop" | "vmap" (``svmopt.driver.run_batch``)
     bucket     pad the rows to one of 16 sizes per power of two with zero-weight rows (exact),
                so folds and grids of nearby sizes reuse one compiled program

@@ -5,6 +5,7 @@
 Used by tests/test_sharding.py; every case solves the same problem on one device and on
 rows sharded over both devices, and reports what the test compares.
 """
+import importlib.util
 import json
 import os
 import sys
@@ -29,6 +30,9 @@ METHODS = {
     "cutting_plane": (cutting_plane, hinge, {"intercept_scaling": 1.0}),
     "dual_cd": (dual_cd, squared_hinge, {"intercept_scaling": 1.0}),
 }
+if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # the primal Newton, where it exists
+    from svmopt.solvers import newton  # noqa: E402
+    METHODS["newton"] = (newton, squared_hinge, {})
 
 
 def load(name, rows, layout):

@@ -6,6 +6,7 @@ two-process case runs tests/distributed_case.py twice on 127.0.0.1 (CPU, gloo).
 References: the same solve on one device (float64, certified gaps), separate binary
 solves for one-vs-rest, and the whole file for load_svmlight's shards.
 """
+import importlib.util
 import io
 import json
 import lzma
@@ -66,17 +67,27 @@ def _check_equal(res, methods, rel=1e-6):
 
 
 ALL = "alm,nesvm,cutting_plane,dual_cd"
+if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # every linear method, Newton where it exists
+    ALL += ",newton"
 
 
-@pytest.mark.parametrize("name, rows, layout, methods", [
-    ("a9a", 2001, "sparse", ALL),                           # n odd: one padding row
-    ("ijcnn1", 1501, "dense", "alm,dual_cd"),
-    pytest.param("a9a", 2001, "dense", ALL, marks=pytest.mark.slow),
-    pytest.param("ijcnn1", 1501, "sparse", ALL, marks=pytest.mark.slow),
-    pytest.param("a9a", 32561, "sparse", ALL, marks=pytest.mark.slow),
+@pytest.mark.parametrize("name, rows, layout, methods, tol", [
+    ("a9a", 2001, "sparse", ALL, 1e-7),                           # n odd: one padding row
+    ("ijcnn1", 1501, "dense", "alm,dual_cd", 1e-7),
+    # fast siblings of the slow dense a9a / sparse ijcnn1 cases for the two methods whose sharded
+    # iterates are the one-device iterates up to summation order (same iteration counts): a loose
+    # tol still pins the objectives to 1e-6
+    ("a9a", 501, "dense", "nesvm,cutting_plane", 1e-5),
+    ("ijcnn1", 501, "sparse", "nesvm,cutting_plane", 1e-5),
+    pytest.param("a9a", 2001, "dense", ALL, 1e-7, marks=pytest.mark.slow),
+    pytest.param("ijcnn1", 1501, "sparse", ALL, 1e-7, marks=pytest.mark.slow),
+    pytest.param("a9a", 32561, "sparse", ALL, 1e-7, marks=pytest.mark.slow),
 ])
-def test_sharded_solve_equals_one_device(name, rows, layout, methods):
-    _check_equal(run_case("equal", name, rows, layout, methods, 1e-7), methods.split(","))
+def test_sharded_solve_equals_one_device(name, rows, layout, methods, tol):
+    res = run_case("equal", name, rows, layout, methods, tol)
+    _check_equal(res, methods.split(","))
+    if tol > 1e-7:  # the loose siblings: the same path, step for step
+        assert all(r["one"]["iterations"] == r["two"]["iterations"] for r in res.values()), res.keys()
 
 
 @pytest.mark.slow
@@ -146,11 +157,15 @@ def test_two_processes_same_w(tmp_path):
     assert (r0["local_rows"], r1["local_rows"]) == (803, 802)  # so one process splits the rows alike
     ref = run_case("rows2", "a1a", 1e-4)
     # the same solve to its tolerance: both certify their gaps, and 1/2 |w - w*|^2 <= gap for
-    # the objective, 1-strongly convex in w (the compiled CSR kernel may sum in another order than
-    # the one-process program, so the iterates need not agree bit for bit)
+    # the objective, 1-strongly convex in w
     w0, wr = np.asarray(r0["w"]), np.asarray(ref["w"][:len(r0["w"])])
     assert np.linalg.norm(w0 - wr) <= np.sqrt(2 * r0["gap"]) + np.sqrt(2 * ref["gap"]) + 1e-9
     assert np.allclose(ref["w"][len(r0["w"]):], 0)
+    # and step for step: same partition, same kernel on every device (an all-reduce of two
+    # terms is exact in any order). A process on another CSR path (the XLA fallback: the
+    # compiled kernel's self-test once ran on process 0's device only) breaks this.
+    assert r0["iterations"] == ref["iterations"]
+    np.testing.assert_allclose(w0, wr, rtol=1e-8, atol=1e-10)
     one = svmopt.solve(X[:, :len(r0["w"])], y, dtype="float64", tol=1e-4)
     assert abs(r0["primal"] - float(one.primal_objective)) <= r0["gap"] + float(one.gap)
 
