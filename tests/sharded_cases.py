@@ -103,7 +103,7 @@ def ovr(rows, method_name, loss_name):
 def rows2(name, tol):
     """The whole file, one process, rows over its two devices (the two-process test's reference)."""
     X, y = svmopt.load_svmlight(os.path.join(DATA, name + ".xz"))
-    r = svmopt.solve(*svmopt.shard_rows(X, y), dtype="float64", tol=tol, max_iter=50000)
+    r = svmopt.solve(*svmopt.shard_rows(X, y), loss=hinge, method=alm, dtype="float64", tol=tol, max_iter=50000)
     return summary(r)
 
 
