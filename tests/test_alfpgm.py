@@ -319,8 +319,8 @@ def test_bad_input_errors_clearly():
         svmopt.solve(X, y, method=alfpgm, kernel=k, cache_size=0.001)
     with pytest.raises(ValueError, match="pairs"):
         svmopt.solve(X, y, method=alfpgm, kernel=k, pairs=0)
-    with pytest.raises(ValueError, match="cache_policy"):
-        svmopt.solve(X, y, method=alfpgm, kernel=k, cache_policy="mru")
+    with pytest.raises(ValueError, match="inner"):
+        svmopt.solve(X, y, method=alfpgm, kernel=k, inner="newton")
     Xa, ya = load("a9a", 123)  # 11% dense: stays sparse, densified by the solver within a budget
     with pytest.raises(ValueError, match="dense_budget"):
         svmopt.solve(Xa[:4000], ya[:4000], method=alfpgm, kernel=k, dense_budget=1.0)
