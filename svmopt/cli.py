@@ -15,6 +15,9 @@ Differences from LIBLINEAR: ``-s`` takes a loss (hinge, squared_hinge, a p >= 1 
 the Lp hinge), not a solver number; the intercept is free (unregularized) unless
 ``-B s`` asks for LIBLINEAR's bias feature (``-B -1``: no intercept).
 
+``--kernel rbf --gamma G`` trains LIBSVM's kernel C-SVM instead (method alfpgm unless ``-m``
+names another kernel method): one binary model, or one-vs-one over more than two classes.
+
 Both entry points take ``argv`` and return an exit code (0 ok, 1 error, 2 usage), so
 they can be called in-process; errors print one readable line on stderr.
 """
@@ -31,7 +34,7 @@ import numpy as np
 
 import jax
 
-from .estimators import resolve_loss, resolve_method, resolve_reg
+from .estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from .io import LibsvmFormatError, load_svmlight
 from .model_io import load_model, save_model
 from .multiclass import solve_multiclass
@@ -77,7 +80,33 @@ def _train_parser():
     p.add_argument("--progress", type=int, default=100, metavar="K",
                    help="print the objective every K iterations (binary problems; 0: off; default 100)")
     p.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
+    _add_kernel_options(p)
     return p
+
+
+def _add_kernel_options(p):
+    p.add_argument("--kernel", choices=("linear", "rbf", "polynomial", "sigmoid"), default=None,
+                   help="train a kernel model (LIBSVM's C-SVM; more than two classes: one-vs-one); "
+                        "the method is alfpgm unless -m names another kernel method")
+    p.add_argument("--gamma", default="scale",
+                   help="kernel gamma: a number > 0, 'scale' (default: 1 / (d var X)) or 'auto' (1 / d)")
+
+
+def _kernel_options(args, X, method):
+    """(kernel, method) for --kernel / --gamma; (None, method) without --kernel."""
+    if args.kernel is None:
+        if args.gamma != "scale":
+            raise ValueError("--gamma sets a kernel's parameter: give --kernel too")
+        return None, method
+    gamma = args.gamma
+    if gamma not in ("scale", "auto"):
+        try:
+            gamma = float(gamma)
+        except ValueError:
+            raise ValueError(f"--gamma must be a number > 0, 'scale' or 'auto', got {args.gamma!r}") from None
+    if method.name == "alm" and args.method == "alm":  # the linear default: the kernel method instead
+        method = resolve_method("alfpgm")
+    return resolve_kernel(args.kernel, X, gamma=gamma), method
 
 
 def _predict_parser():
@@ -166,6 +195,7 @@ def _train(argv) -> int:
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
 
+    kernel, method = _kernel_options(args, X, method)
     kw = dict(loss=loss, reg=reg, C=args.C, tol=args.tol, max_iter=args.max_iter, dtype=args.dtype)
     if args.bias is None:
         intercept = "free intercept"
@@ -176,9 +206,13 @@ def _train(argv) -> int:
         kw["fit_intercept"] = False
         intercept = "no intercept"
     ovr = classes.size > 2
+    if kernel is not None:
+        kw.update(kernel=kernel, **({"strategy": "ovo"} if ovr else {}))
+        intercept += f", kernel {kernel!r}"
+    many = (f"; one-vs-one over {classes.size * (classes.size - 1) // 2} pairs of classes" if kernel is not None
+            else f"; one-vs-rest over {classes.size} classes in one batched solve")
     say(f"training {method.name}: loss {loss!r}, reg {reg!r}, C={args.C:g}, {intercept}, {args.dtype}"
-        + (f"; one-vs-rest over {classes.size} classes in one batched solve" if ovr else "")
-        + " (compiling first)")
+        + (many if ovr else "") + " (compiling first)")
     if args.progress > 0 and not args.quiet:
         kw["verbose"] = _progress_printer(args.progress)
 
@@ -198,6 +232,9 @@ def _train(argv) -> int:
 def _summary(res, ovr, seconds) -> str:
     t = res.timings
     times = f"{seconds:.2f} s (compile {t.get('compile', 0):.2f} s, run {t.get('run', 0):.2f} s)"
+    if getattr(res, "pairs", None) is not None:  # one-vs-one: one line, not one per pair
+        return (f"done in {times}; one-vs-one: {res.message}, {int(np.sum(res.iterations))} iterations "
+                f"in all, {np.shape(res.support_vectors)[0]} support vectors")
     if not ovr:
         return (f"{res.status.name.lower()} after {res.iterations} iterations: "
                 f"primal {float(res.primal_objective):.6g}, relative gap {float(res.relative_gap):.3g}; {times}")

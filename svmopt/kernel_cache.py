@@ -161,7 +161,8 @@ def fetch(cache: KernelCache, idx, need, compute: Callable, chunk: int = 16, dem
     victim = jnp.where(miss, victims[jnp.clip(rank, 0, k - 1)], S)
     n_miss = jnp.sum(miss)
 
-    # compute the missing rows chunk by chunk: order[r] = the entry of the r-th miss
+    # compute the missing rows chunk by chunk into a compact block (fresh[r] = the r-th miss); only
+    # that block is carried by the loop (under vmap a loop's carry is selected every round)
     pad = (-m) % chunk
     order = jnp.zeros((m + pad,), jnp.int32).at[jnp.where(miss, rank, m + pad)].set(
         jnp.arange(m, dtype=jnp.int32), mode="drop")
@@ -170,13 +171,14 @@ def fetch(cache: KernelCache, idx, need, compute: Callable, chunk: int = 16, dem
         return c[0] * chunk < n_miss
 
     def body(c):
-        i, rows = c
+        i, fresh = c
         sel = lax.dynamic_slice_in_dim(order, i * chunk, chunk)
-        fresh = (i * chunk + jnp.arange(chunk)) < n_miss
-        block = compute(idx[sel])
-        return i + 1, rows.at[jnp.where(fresh, victim[sel], S)].set(block, mode="drop")
+        return i + 1, lax.dynamic_update_slice_in_dim(fresh, compute(idx[sel]).astype(fresh.dtype), i * chunk, 0)
 
-    _, rows = lax.while_loop(cond, body, (jnp.zeros((), n_miss.dtype), cache.rows))
+    fresh = jnp.zeros((m + pad, n), cache.rows.dtype)
+    _, fresh = lax.while_loop(cond, body, (jnp.zeros((), n_miss.dtype), fresh))
+    dst = jnp.where(jnp.arange(m) < n_miss, victims, S)  # the r-th miss goes to the r-th victim
+    rows = cache.rows.at[dst].set(fresh[:m], mode="drop")  # one scatter, outside the loop
 
     # bookkeeping: the evicted indices forget their slot, the new ones take it
     old_tag = jnp.where(miss, cache.tags[jnp.minimum(victim, S - 1)], -1)
