@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import re
 import time
 import warnings
@@ -29,7 +30,7 @@ from .data import Dataset, load
 from .methods import BenchMethod, SvmoptMethod, Trace, _Recorder, svmopt_solver_names
 
 __all__ = ["SETS", "KernelTask", "load_kernel_task", "kernel_reference", "LibsvmMethod", "SVCMethod",
-           "SvmoptKernelMethod", "kernel_methods"]
+           "SvmoptKernelMethod", "kernel_methods", "parity_binary", "parity_ovo", "parity_table", "main"]
 
 # name -> (binary dataset, training rows, test rows)
 SETS = {"a9a-rbf": ("a9a", 4000, 5000), "tiny-rbf": ("tiny", 600, 321)}
@@ -263,3 +264,189 @@ def kernel_reference(task, cache_dir, budget_s=120.0, log=print, versions=None):
     path.write_text(json.dumps(prov, indent=1))
     log(f"    reference {task.name}: f*={fstar:.10g} gap={prov['rel_gap']:.2e} via {prov['solver']}")
     return prov
+
+
+# ------------------------------------------------------------------------------------------------
+# LIBSVM parity: svmopt's kernel solver against scikit-learn's SVC (LIBSVM) at the issue's settings
+#
+#   python -m bench.kernel                      # a9a, ijcnn1 at 10k / 20k / all rows; pendigits, letter one-vs-one
+#   python -m bench.kernel --sets ijcnn1:10000 --ovo pendigits --reps 3
+#   python -m bench.kernel --smoke              # seconds: tiny subsets, the same pipeline
+#
+# Same run, alternating: SVC (tol 1e-3, cache 200 MB) then svmopt (alfpgm defaults, float32,
+# tol 1e-3), ``reps`` times after one untimed warm-up call (the first call's compile time is
+# reported apart); medians of wall time and of process CPU time (all threads), whose ratio
+# says how loaded the machine was. Then, once, svmopt in float64: its dual objective against
+# SVC's (recomputed in float64 from SVC's dual coefficients; per pair for one-vs-one), and the
+# share of test predictions on which float32 svmopt and SVC agree.
+
+PARITY_BINARY = {"a9a": (1.0, 0.05), "ijcnn1": (10.0, 0.5)}  # the issue's C, gamma
+PARITY_OVO = {"pendigits": 10.0, "letter": 10.0}  # C; gamma "scale" = 1 / (d Var X), X scaled to [0, 1]
+PARITY_SETS = ("a9a:10000", "a9a:20000", "a9a", "ijcnn1:10000", "ijcnn1:20000", "ijcnn1")
+
+
+def _times(fn):
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def _svc_dual(coef, S, gamma, block=4096):
+    quad = 0.0
+    for i in range(0, S.shape[0], block):
+        quad += coef[i:i + block] @ (_rbf(S[i:i + block], S, gamma) @ coef)
+    return float(np.abs(coef).sum() - 0.5 * quad)
+
+
+def _svc_pair_duals(m, gamma):
+    """Dual objective of each one-vs-one pair of a fitted SVC (LIBSVM's dual_coef_ layout)."""
+    k, start = m.classes_.size, np.r_[0, np.cumsum(m.n_support_)]
+    out = []
+    for i in range(k):
+        for j in range(i + 1, k):
+            si, sj = np.arange(start[i], start[i + 1]), np.arange(start[j], start[j + 1])
+            coef = np.r_[m.dual_coef_[j - 1, si], m.dual_coef_[i, sj]]
+            out.append(_svc_dual(coef, m.support_vectors_[np.r_[si, sj]], gamma))
+    return np.array(out)
+
+
+def parity_binary(name, n, reps, log=print):
+    import jax
+    from sklearn.svm import SVC
+
+    import svmopt
+    from svmopt.kernels import rbf
+    from svmopt.solvers.alfpgm import alfpgm
+
+    C, gamma = PARITY_BINARY[name]
+    ds = load(name)
+    X, y = ds.X[:n], ds.y[:n]
+    Xd, Xt = _dense(X), _dense(ds.X_test[:10000])
+
+    def ours(dtype=np.float32):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return svmopt.solve(X, y, method=alfpgm, C=C, kernel=rbf(gamma), dtype=dtype)
+
+    first = ours()
+    svc, mine = [], []
+    for _ in range(reps):
+        m, w, c = _times(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(Xd, y))
+        svc.append((w, c))
+        r, _, c = _times(ours)
+        mine.append((r.timings["run"], c))
+    jax.config.update("jax_enable_x64", True)
+    try:
+        r64 = ours(np.float64)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    D_svc = _svc_dual(m.dual_coef_.ravel(), Xd[m.support_], gamma)
+    return _row(f"{name}", X.shape[0], svc, mine, first.timings["compile"], int(r.iterations),
+                int(r.extras["inner_iterations"]), r.status.name,
+                abs(float(r64.dual_objective) - D_svc) / abs(D_svc), float(np.mean(r.predict(Xt) == m.predict(Xt))),
+                f"nSV {int(np.sum(np.asarray(r.extras['alpha']) > 0))} (SVC {m.support_.size})")
+
+
+def parity_ovo(name, reps, log=print):
+    import jax
+    from sklearn.svm import SVC
+
+    from svmopt.kernels import rbf
+    from svmopt.multiclass_kernel import solve_ovo
+
+    C = PARITY_OVO[name]
+    ds = load(name)
+    X, Xt = _dense(ds.X), _dense(ds.X_test)
+    gamma = float(1.0 / (X.shape[1] * X.var()))
+
+    def ours(dtype=np.float32):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return solve_ovo(X, ds.y, C=C, kernel=rbf(gamma), dtype=dtype)
+
+    first = ours()
+    svc, mine = [], []
+    for _ in range(reps):
+        m, w, c = _times(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, ds.y))
+        svc.append((w, c))
+        r, _, c = _times(ours)
+        mine.append((r.timings["run"], c))
+    jax.config.update("jax_enable_x64", True)
+    try:
+        r64 = ours(np.float64)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    D = _svc_pair_duals(m, gamma)
+    rel = float(np.max(np.abs(np.asarray(r64.dual_objective) - D) / np.abs(D)))
+    status = "CONVERGED" if r.converged else r.message
+    return _row(f"{name} one-vs-one ({len(D)} pairs)", X.shape[0], svc, mine, first.timings["compile"],
+                int(np.sum(r.iterations)), None, status, rel, float(np.mean(r.predict(Xt) == m.predict(Xt))),
+                f"nSV {r.support.size} (SVC {m.support_.size}), gamma {gamma:.4g}")
+
+
+def _row(name, n, svc, mine, compile_s, steps, inner, status, rel_dual, agree, note):
+    s, o = np.median(np.array(svc), axis=0), np.median(np.array(mine), axis=0)
+    return dict(set=name, n=n, svc_wall=s[0], svc_cpu=s[1], wall=o[0], cpu=o[1], ratio_wall=o[0] / s[0],
+                ratio_cpu=o[1] / s[1], compile=compile_s, steps=steps, inner=inner, status=status,
+                rel_dual_f64=rel_dual, agree=agree, note=note)
+
+
+def parity_table(rows, command):
+    import platform
+
+    import jax
+    import sklearn
+
+    head = ["| set | n | SVC wall s | SVC CPU s | svmopt run s | svmopt CPU s | wall ratio | CPU ratio | "
+            "first-call compile s | working sets | SMO steps | status | float64 dual vs SVC | agreement | notes |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    lines = [f"| {r['set']} | {r['n']} | {r['svc_wall']:.2f} | {r['svc_cpu']:.2f} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+             f"{r['ratio_wall']:.2f}x | {r['ratio_cpu']:.2f}x | {r['compile']:.1f} | {r['steps']} | "
+             f"{'' if r['inner'] is None else r['inner']} | {r['status']} | {r['rel_dual_f64']:.1e} | "
+             f"{100 * r['agree']:.2f}% | {r['note']} |" for r in rows]
+    load = os.getloadavg()
+    stamp = [f"- command: `{command}`",
+             f"- machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} "
+             f"/ {load[2]:.1f} at the end; date {datetime.datetime.now().isoformat(timespec='minutes')}",
+             f"- versions: jax {jax.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}"]
+    return "\n".join(["# Kernel SVM: svmopt alfpgm against LIBSVM (scikit-learn SVC)", "", *stamp, "", *head, *lines, ""])
+
+
+def main(argv=None):
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m bench.kernel", description="svmopt's kernel solver against SVC")
+    p.add_argument("--sets", default=",".join(PARITY_SETS), help="binary sets, name[:rows] (default: %(default)s)")
+    p.add_argument("--ovo", default="pendigits,letter", help="one-vs-one sets ('' for none)")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    p.add_argument("--tag", default="kernel-parity")
+    p.add_argument("--smoke", action="store_true", help="tiny subsets, one rep, output under bench/cache/smoke")
+    a = p.parse_args(argv)
+    if a.smoke:
+        a.sets, a.ovo, a.reps = "ijcnn1:1500", "", 1
+        a.out = str(Path(__file__).resolve().parent / "cache" / "smoke")
+    rows = []
+    for spec in filter(None, a.sets.split(",")):
+        name, _, n = spec.partition(":")
+        rows.append(parity_binary(name, int(n) if n else None, a.reps))
+        print(rows[-1], flush=True)
+    for name in filter(None, a.ovo.split(",")):
+        rows.append(parity_ovo(name, a.reps))
+        print(rows[-1], flush=True)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{datetime.date.today().isoformat()}-{a.tag}"
+    text = parity_table(rows, "python -m bench.kernel " + " ".join(sys.argv[1:] if argv is None else argv))
+    stem.with_suffix(".md").write_text(text)
+    with open(stem.with_suffix(".csv"), "w") as f:
+        f.write(",".join(rows[0]) + "\n")
+        for r in rows:
+            f.write(",".join(str(v).replace(",", ";") for v in r.values()) + "\n")
+    print(text)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -189,7 +189,8 @@ def _signature(args):
     sig = []
     for x in leaves:
         sharding = getattr(x, "sharding", None)
-        sig.append((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False),
+        dt = x.dtype if isinstance(x, jax.Array) else jnp.result_type(x)  # (a jax array: already canonical)
+        sig.append((jnp.shape(x), dt, getattr(x, "weak_type", False),
                     None if sharding is None else repr(sharding)))
     return tree, tuple(sig)
 
@@ -357,23 +358,32 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
 
 
 # ---------------------------------------------------------------------------------- batches
+def _stack_fn(outs):
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *outs)
+
+
 def _lane_fn(leaves, i):
     return [lax.dynamic_index_in_dim(a, i, keepdims=False) for a in leaves]
 
 
-def _take(tree, axes, i):
-    """Lane i of a batched pytree (``axes``: 0 for batched leaves, None for shared ones), sliced
-    by one compiled call (an eager index per leaf costs a dispatch each); returns (lane, compile s)."""
-    marks = jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None)
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    picked = [k for k, ax in enumerate(marks) if ax is not None]
-    if not picked:
-        return tree, 0.0
-    args = ([leaves[k] for k in picked], jnp.asarray(i, jnp.int32))
-    exe, dt = _compile("lane", _lane_fn, args)
-    for k, v in zip(picked, exe(*args)):
-        leaves[k] = v
-    return treedef.unflatten(leaves), dt
+class _Lanes:
+    """Lane i of a batched pytree (``axes``: 0 for batched leaves, None for shared ones), sliced by
+    one compiled call (an eager index per leaf costs a dispatch each). ``compile`` = its seconds."""
+
+    def __init__(self, tree, axes):
+        marks = jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None)
+        self.leaves, self.treedef = jax.tree_util.tree_flatten(tree)
+        self.picked = [k for k, ax in enumerate(marks) if ax is not None]
+        self.exe, self.compile = None, 0.0
+
+    def __call__(self, i):
+        leaves = list(self.leaves)
+        args = ([leaves[k] for k in self.picked], np.asarray(i, np.int32))
+        if self.exe is None:
+            self.exe, self.compile = _compile("lane", _lane_fn, args)
+        for k, v in zip(self.picked, self.exe(*args)):
+            leaves[k] = v
+        return self.treedef.unflatten(leaves)
 
 
 def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: int, mode: str = "auto",
@@ -405,15 +415,18 @@ def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: 
 
 
 def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, labels):
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731  (a host scalar: no dispatch to make it)
     tc = 0.0
     shared = {}  # the problem with its shared leaves placed on each device once
+    exes = {}  # (name, device) -> executable: every lane has the same structure and shapes
 
     def lane_problem(i, dev):
         if dev not in shared:
-            shared[dev] = jax.device_put(pb, dev) if len(devices) > 1 else pb
-        lp, dt = _take(shared[dev], axes, i)
-        return (lp if len(devices) == 1 else jax.device_put(lp, dev)), dt
+            shared[dev] = _Lanes(jax.device_put(pb, dev) if len(devices) > 1 else pb, axes)
+        lp = shared[dev](i)
+        return lp if len(devices) == 1 else jax.device_put(lp, dev)
+
+    start_lanes = _Lanes(starts, sax)
 
     out: list = [None] * size
     pending = list(range(size))
@@ -426,24 +439,25 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, l
             if dev in slots or not pending:
                 continue
             i = pending.pop(0)
-            lp, dt = lane_problem(i, dev)
-            st0, dt2 = _take(starts, sax, i)
-            tc += dt + dt2
+            lp = lane_problem(i, dev)
+            st0 = start_lanes(i)
             if len(devices) > 1:
                 st0 = jax.device_put(st0, dev)
-            init, dt = _compile("init", _init_fn, (method, lp, st0))
-            tc += dt
-            state = init(method, lp, st0)
+            if ("init", dev) not in exes:
+                exes["init", dev], dt = _compile("init", _init_fn, (method, lp, st0))
+                tc += dt
+            state = exes["init", dev](method, lp, st0)
             slots[dev] = [i, lp, state, i32(0), i32(RUNNING), None]
             progress[i] = Progress(verbose, label=f"[{labels[i] if labels is not None else i}] ")
         results = {}
         for dev, (i, lp, state, k, code, per) in slots.items():  # dispatch one chunk per device (async)
             kk = int(k)
             until = progress[i].next_until(kk, max_iter, per)
-            chunk, dt = _compile("chunk+summary", _chunk_summary_fn, (method, lp, state, k, code, i32(until)),
-                                 donate=(2,))
-            tc += dt
-            results[dev] = (time.perf_counter(), kk, chunk(method, lp, state, k, code, i32(until)))
+            if ("chunk", dev) not in exes:
+                exes["chunk", dev], dt = _compile("chunk+summary", _chunk_summary_fn,
+                                                  (method, lp, state, k, code, i32(until)), donate=(2,))
+                tc += dt
+            results[dev] = (time.perf_counter(), kk, exes["chunk", dev](method, lp, state, k, code, i32(until)))
         for dev, (t1, kk, res) in results.items():
             state, k, code, s = res
             jax.block_until_ready(s)
@@ -453,10 +467,14 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, l
             if verbose:
                 progress[lane[0]].report(int(k), s.primal, s.dual, time.perf_counter() - t0)
             if int(code) != RUNNING or int(k) >= max_iter:
-                out[lane[0]] = jax.device_get(s)
+                out[lane[0]] = s  # stays where it is: stacked there, fetched once below
                 del slots[dev]
                 done_count += 1
-    summary = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
+    if len(devices) > 1:
+        out = jax.device_get(out)
+    stack, dt = _compile("stack", _stack_fn, (out,))  # one call, not one per lane and leaf
+    summary = jax.tree_util.tree_map(np.asarray, jax.device_get(stack(out)))
+    tc += dt + start_lanes.compile + sum(v.compile for v in shared.values())
     return summary, {"compile": tc, "run": time.perf_counter() - t0 - (tc - tc0)}
 
 

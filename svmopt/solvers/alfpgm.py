@@ -39,6 +39,11 @@ counters (cache hits/misses/rows, inner iterations, working-set size). ``w`` is 
 the linear kernel (kernel=None) and a zero-length array for other kernels, whose model is
 ``support_vectors``, ``dual_coef`` and ``b`` (set by ``svmopt.solve``).
 
+Small problems (n <= ``whole`` rows, and the n x n kernel matrix within ``cache_size``) skip the
+decomposition: the matrix is computed once (one product per block of rows) and a step runs SMO
+over all rows to the violation viol_tol (LIBSVM with a cache holding every row), the gradient
+coming from SMO's own updates. This is what one-vs-one's many small pair problems run.
+
 Nothing in a step leaves the device: selection, cache lookups, kernel rows (matrix products),
 the sub-problem and the update are one traced program per working set, and the driver runs
 many working sets per call. Kernel rows are kept in a bounded cache of ``cache_size`` MB
@@ -70,7 +75,8 @@ class ALFPGMState(NamedTuple):
     G: Any  # Q alpha - e for all rows
     keep: Any  # (ws/2,) the half of B selected last step (kept in the next B)
     keep_ok: Any  # (ws/2,) which of them are real entries
-    cache: Any
+    cache: Any  # KernelCache (decomposition) or None
+    K: Any  # the whole kernel matrix (n, n) for small problems, else None
     viol: Any  # m(alpha) - M(alpha)
     best: Any
     since: Any
@@ -99,6 +105,8 @@ class ALFPGM(Method):
                     (paper 1e-2), augmented-Lagrangian iterations, power iterations (eq. 16)
     tau             replaces a_ij <= 0 in the second-order rule (LIBSVM's TAU)
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
+    whole           problems of at most this many rows whose kernel matrix fits ``cache_size`` are
+                    solved on the whole matrix (no working sets; see above); 0: never
     row_chunk       kernel rows computed per matrix product on cache misses; 0 (default): 64 on
                     CPU (blocks that stay in cache ran fastest), |B| / 2 on accelerators (the new
                     half of B in one product)
@@ -119,6 +127,7 @@ class ALFPGM(Method):
     power_iters: int = static(10)
     tau: float = 1e-12
     cache_size: float = static(200.0)
+    whole: int = static(2048)
     row_chunk: int = static(0)
     col_block: int = static(65536)
     patience: int = 200
@@ -140,6 +149,8 @@ class ALFPGM(Method):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"alfpgm {k} must be a positive integer, got {v!r}")
+        if not (isinstance(self.whole, int) and self.whole >= 0):
+            raise ValueError(f"alfpgm whole must be an integer >= 0 (0: never), got {self.whole!r}")
         if not (isinstance(self.row_chunk, int) and self.row_chunk >= 0):
             raise ValueError(f"alfpgm row_chunk must be an integer >= 0 (0: by backend), got {self.row_chunk!r}")
         if self.inner not in ("smo", "alfpgm"):
@@ -169,6 +180,10 @@ class ALFPGM(Method):
         ws = max(2, min(2 * self.pairs, S, n) // 2 * 2)
         return ws, S
 
+    def _whole(self, pb) -> bool:
+        """Static: solve on the whole kernel matrix (small problems whose matrix fits the budget)."""
+        return pb.n <= self.whole and self._sizes(pb)[1] >= pb.n
+
     def _chunk(self, ws):
         if self.row_chunk:
             return min(self.row_chunk, ws)
@@ -193,14 +208,19 @@ class ALFPGM(Method):
         resume = (start.level & RESUME) != 0
         warm = ((start.level & DUAL) != 0) & ~resume
 
-        # G = Q alpha - e in row blocks (never n x n); no block at all for a cold start (a loop,
-        # not a cond: under vmap a cond runs both branches)
-        G = _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512, warm) * pb.y - 1.0
+        if self._whole(pb):
+            K = kernel_rows(kern, X, jnp.arange(n), block=self.col_block).astype(dt)
+            G = jnp.where(warm, (K @ (alpha * pb.y)) * pb.y, 0.0) - 1.0
+            cache = None
+        else:  # G = Q alpha - e in row blocks (never n x n); no block at all for a cold start (a
+            # loop, not a cond: under vmap a cond runs both branches)
+            G = _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512, warm) * pb.y - 1.0
+            K, cache = None, init_cache(S, n, dt)
         aux = start.aux
         G = jnp.where(resume, aux["G"], G)
         h = ws // 2
         return ALFPGMState(alpha=alpha, G=G, keep=jnp.where(resume, aux["keep"], jnp.arange(h, dtype=jnp.int32)),
-                           keep_ok=resume & aux["keep_ok"], cache=init_cache(S, n, dt),
+                           keep_ok=resume & aux["keep_ok"], cache=cache, K=K,
                            viol=jnp.asarray(jnp.inf, dt), best=jnp.asarray(jnp.inf, dt),
                            since=jnp.asarray(0, jnp.int32), inner=jnp.zeros((), jnp.int32),
                            viol_tol=jnp.where(resume, aux["viol_tol"], jnp.asarray(self.viol_tol, dt)),
@@ -214,6 +234,10 @@ class ALFPGM(Method):
         kern = _kernel(pb)
         y, cs = pb.y, pb.cs
         alpha, G = st.alpha, st.G
+
+        if st.K is not None:  # small problem: SMO over all rows on the whole matrix
+            alpha, steps, q = subproblem_smo(st.K, y, alpha, cs, G, cs > 0, st.viol_tol, self.max_inner, self.tau)
+            return self._advance(pb, st, alpha, -y * q, steps, st.keep, st.keep_ok, st.cache)
 
         def rows(ix):
             return kernel_rows(kern, X, ix, block=self.col_block).astype(dt)
@@ -229,7 +253,7 @@ class ALFPGM(Method):
 
         # 2. the sub-problem on B
         if self.inner == "smo":
-            new, steps = subproblem_smo(KBB, yB, aB, cB, gB, vB, eps_k, self.max_inner, self.tau)
+            new, steps, _ = subproblem_smo(KBB, yB, aB, cB, gB, vB, eps_k, self.max_inner, self.tau)
         else:
             new, steps = self._alfpgm_inner(KBB, yB, aB, cB, gB, vB, viol, y, alpha, G, cs)
 
@@ -237,13 +261,16 @@ class ALFPGM(Method):
         dB = jnp.where(vB, new - aB, 0.0)
         alpha = alpha.at[jnp.where(vB, B, n)].set(new, mode="drop")
         G = G + y * ((yB * dB) @ KB)
+        h = ws // 2
+        return self._advance(pb, st, alpha, G, steps, B[h:], vB[h:], cache)
 
-        up, low = _index_sets(y, alpha, cs)
+    def _advance(self, pb, st, alpha, G, steps, keep, keep_ok, cache):
+        """The next state: violation, stall counter and counters from the new alpha and G."""
+        up, low = _index_sets(pb.y, alpha, pb.cs)
         dual = 0.5 * jnp.sum(alpha * (1.0 - G))
         best, since = stall_update(st.best, st.since, -dual, 0.0)
-        h = ws // 2
-        return st._replace(alpha=alpha, G=G, keep=B[h:], keep_ok=vB[h:], cache=cache,
-                           viol=_extremes(-y * G, up, low), best=best, since=since,
+        return st._replace(alpha=alpha, G=G, keep=keep, keep_ok=keep_ok, cache=cache,
+                           viol=_extremes(-pb.y * G, up, low), best=best, since=since,
                            inner=st.inner + steps.astype(jnp.int32))
 
     def _alfpgm_inner(self, KBB, yB, aB, cB, gB, vB, viol, y, alpha, G, cs):
@@ -259,7 +286,7 @@ class ALFPGM(Method):
         d_al, n_inner, _ = solve_subproblem(H, g, yv, lo, hi, lam0, self.mu, eps_k, self.power_iters,
                                             self.max_outer, self.max_inner)
         d_al = project_hyperplane_box(d_al, yv, lo, hi)
-        smo, _ = subproblem_smo(KBB, yB, aB, cB, gB, vB, jnp.zeros((), dt), 1, self.tau)
+        smo, _, _ = subproblem_smo(KBB, yB, aB, cB, gB, vB, jnp.zeros((), dt), 1, self.tau)
         d_smo = jnp.where(vB, smo - aB, 0.0)
 
         def quad(d):
@@ -284,10 +311,14 @@ class ALFPGM(Method):
             w = pb.op.rmatvec(alpha * y)
         else:  # kernel model: w lives in feature space; zero-length placeholder
             w = jnp.zeros((0,), pb.dtype)
-        c = st.cache
-        extras = {"rho": rho, "violation": st.viol, "cache_hits": c.hits,
-                  "cache_misses": c.misses, "cache_rows": jnp.asarray(c.rows.shape[0]),
-                  "working_set": jnp.asarray(2 * st.keep.shape[0]), "inner_iterations": st.inner}
+        if st.K is None:
+            c = st.cache
+            rows = dict(cache_hits=c.hits, cache_misses=c.misses, cache_rows=jnp.asarray(c.rows.shape[0]),
+                        working_set=jnp.asarray(2 * st.keep.shape[0]))
+        else:  # the whole matrix: every row computed once, every row in the one working set
+            n = jnp.asarray(pb.n, jnp.int32)
+            rows = dict(cache_hits=jnp.zeros((), jnp.int32), cache_misses=n, cache_rows=n, working_set=n)
+        extras = {"rho": rho, "violation": st.viol, **rows, "inner_iterations": st.inner}
         return Iterate(w, -rho, alpha, extras)
 
     def own_objectives(self, pb) -> bool:
@@ -393,11 +424,16 @@ def subproblem_smo(K, yB, a, c, g, valid, eps, max_steps, tau=1e-12):
     gradient G_B at a, valid (m,) mask (other entries never move). Each step takes i = argmax q
     over B's I_up and j by the second-order rule (LIBSVM's WSS2) over B's I_low, and the exact
     step on the pair, clipped to the box (the bound it reaches is set exactly). Stops when
-    max_{up} q - min_{low} q <= eps or after ``max_steps``. Returns (a, steps).
+    max_{up} q - min_{low} q <= eps or after ``max_steps``. Returns (a, steps, q = -yB * G_B).
     """
+    m = a.shape[0]
     kd = jnp.diagonal(K)
+    iota = lax.iota(jnp.int32, m)
     inf = jnp.asarray(jnp.inf, g.dtype)
     ypos = yB > 0
+
+    def at(v, t):  # v[t] for an index known to be in range (no negative-index fix-up)
+        return lax.dynamic_index_in_dim(v, t, 0, keepdims=False)
 
     def cond(s):
         return (s[0] < max_steps) & (s[3] > eps)
@@ -407,27 +443,28 @@ def subproblem_smo(K, yB, a, c, g, valid, eps, max_steps, tau=1e-12):
         up = valid & jnp.where(ypos, a < c, a > 0)
         low = valid & jnp.where(ypos, a > 0, a < c)
         qu = jnp.where(up, q, -inf)
-        i = jnp.argmax(qu)
-        m = qu[i]
-        Ki = K[i]
-        b = m - q
-        aa = kd[i] + kd - 2.0 * Ki
+        i = jnp.argmax(qu).astype(jnp.int32)
+        m_up = at(qu, i)
+        Ki = at(K, i)
+        b = m_up - q
+        aa = at(kd, i) + kd - 2.0 * Ki
         aa = jnp.where(aa > 0, aa, tau)
-        ok = low & (b > 0)
-        score = jnp.where(ok, -b * b / aa, inf)
-        j = jnp.argmin(score)
-        gap = m - jnp.min(jnp.where(low, q, inf))
-        room_i = jnp.where(ypos[i], c[i] - a[i], a[i])
-        room_j = jnp.where(ypos[j], a[j], c[j] - a[j])
-        t = jnp.where(ok[j] & (gap > eps), jnp.minimum(b[j] / aa[j], jnp.minimum(room_i, room_j)), 0.0)
-        ai = jnp.where(t >= room_i, jnp.where(ypos[i], c[i], 0.0), a[i] + yB[i] * t)
-        aj = jnp.where(t >= room_j, jnp.where(ypos[j], 0.0, c[j]), a[j] - yB[j] * t)
-        a = a.at[i].set(ai).at[j].set(aj)
-        q = q - t * (Ki - K[j])  # q = -y G, G_B += t (y_i Q_Bi - y_j Q_Bj)
+        score = jnp.where(low & (b > 0), b * b / aa, -inf)  # WSS2: the largest decrease b^2 / a
+        j = jnp.argmax(score).astype(jnp.int32)
+        gap = m_up - jnp.min(jnp.where(low, q, inf))
+        ai, aj, ci, cj, pi, pj = at(a, i), at(a, j), at(c, i), at(c, j), at(ypos, i), at(ypos, j)
+        room_i = jnp.where(pi, ci - ai, ai)
+        room_j = jnp.where(pj, aj, cj - aj)
+        go = (at(score, j) > -inf) & (gap > eps)
+        t = jnp.where(go, jnp.minimum(at(b, j) / at(aa, j), jnp.minimum(room_i, room_j)), 0.0)
+        ni = jnp.where(t >= room_i, jnp.where(pi, ci, 0.0), ai + jnp.where(pi, t, -t))
+        nj = jnp.where(t >= room_j, jnp.where(pj, 0.0, cj), aj - jnp.where(pj, t, -t))
+        a = jnp.where(iota == i, ni, jnp.where(iota == j, nj, a))
+        q = q - t * (Ki - at(K, j))  # q = -y G, G_B += t (y_i Q_Bi - y_j Q_Bj)
         return k + 1, a, q, jnp.where(t > 0, gap, 0.0)
 
     s = lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), a, -yB * g, inf))
-    return s[1], s[0]
+    return s[1], s[0], s[2]
 
 
 def _kkt_violation(d, gr, lo, hi):
