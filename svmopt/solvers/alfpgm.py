@@ -410,7 +410,7 @@ def _select(y, alpha, G, cs, keep, keep_ok, ws):
     kept = jnp.zeros((n,), bool).at[jnp.where(keep_ok, keep, n)].set(True, mode="drop")
     inf = jnp.asarray(jnp.inf, G.dtype)
     cand = jnp.stack([jnp.where(up & ~kept, q, -inf), jnp.where(low & ~kept, -q, -inf)])
-    vals, idx = jax.vmap(lambda v: top_k(v, hu, coarse=True))(cand)
+    vals, idx = top_k(cand, hu)  # both rows at once
     I, J = idx[0], idx[1, :h - hu]
     vi = (vals[0] > -inf) & (q[I] > M)
     vj = (vals[1, :h - hu] > -inf) & (q[J] < m) & ~jnp.any((J[:, None] == I[None, :]) & vi[None, :], axis=1)
