@@ -16,14 +16,14 @@ step is one working set B of ``ws`` = 2 ``pairs`` indices (Algorithm 1):
   2. Sub-problem on B (eq. 3-6), in alpha_B with the rest fixed:
          min 1/2 d^T Q_BB d + G_B^T d,  y_B^T d = 0,  -alpha_B <= d <= C_B - alpha_B.
      ``inner="smo"`` (default): SMO steps inside B (second-order pair, LIBSVM's WSS2 on the
-     cached |B| x |B| block) until max_{B up} q - min_{B low} q < eps_scale * viol. The steps
-     cost O(|B|) each and do not depend on the conditioning of Q_BB.
+     |B| x |B| block, one product) until max_{B up} q - min_{B low} q < max(eps_scale * viol,
+     viol_tol / 2). The steps cost O(|B|) each and do not depend on the conditioning of Q_BB.
      ``inner="alfpgm"``: the paper's augmented Lagrangian (eq. 7-9, penalty ``mu``) whose inner
      problem on the box is a fast (accelerated, restarted) projected gradient method with
      step 1/L, L = lambda_1(Q_BB) (power iterations) + |B| mu (eq. 16), inner stop nu < eps_k
      (eq. 10-11), eps_k = min(eps, eps_scale * viol); the answer is projected onto
      {y_B^T d = 0} in the box, and one SMO step is the fall-back when it is not better. Its
-     iteration count grows with the condition number of Q_BB (ijcnn1: ~850 per working set).
+     iteration count grows with the condition number of Q_BB.
   3. alpha_B += d, G += Q_{:,B} d: one (|B|) x (|B|, n) product with the rows of B, which come
      from the bounded row cache (a miss computes its rows as one matrix product per chunk).
 
@@ -40,7 +40,7 @@ the linear kernel (kernel=None) and a zero-length array for other kernels, whose
 ``support_vectors``, ``dual_coef`` and ``b`` (set by ``svmopt.solve``).
 
 Small problems (n <= ``whole`` rows, and the n x n kernel matrix within ``cache_size``) skip the
-decomposition: the matrix is computed once (one product per block of rows) and a step runs SMO
+decomposition: the matrix is computed once (one matrix product) and a step runs SMO
 over all rows to the violation viol_tol (LIBSVM with a cache holding every row), the gradient
 coming from SMO's own updates. This is what one-vs-one's many small pair problems run.
 
@@ -106,7 +106,8 @@ class ALFPGM(Method):
     tau             replaces a_ij <= 0 in the second-order rule (LIBSVM's TAU)
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
     whole           problems of at most this many rows whose kernel matrix fits ``cache_size`` are
-                    solved on the whole matrix (no working sets; see above); 0: never
+                    solved on the whole matrix (no working sets; see above); 0: never. 2048 by
+                    measurement (bench/README.md, kernel section)
     row_chunk       kernel rows computed per matrix product on cache misses; 0 (default): 64 on
                     CPU (blocks that stay in cache ran fastest), |B| / 2 on accelerators (the new
                     half of B in one product)
