@@ -209,12 +209,14 @@ class ALFPGM(Method):
         resume = (start.level & RESUME) != 0
         warm = ((start.level & DUAL) != 0) & ~resume
 
+        # G = Q alpha - e: nothing to compute for a cold start (loops of zero trips, not conds:
+        # under vmap a cond runs both branches)
         if self._whole(pb):
-            K = kernel_rows(kern, X, jnp.arange(n), block=self.col_block).astype(dt)
-            G = jnp.where(warm, (K @ (alpha * pb.y)) * pb.y, 0.0) - 1.0
+            K = kern(X, X).astype(dt)
+            v = alpha * pb.y
+            G = lax.fori_loop(0, warm.astype(jnp.int32), lambda _, g: K @ v, jnp.zeros_like(v)) * pb.y - 1.0
             cache = None
-        else:  # G = Q alpha - e in row blocks (never n x n); no block at all for a cold start (a
-            # loop, not a cond: under vmap a cond runs both branches)
+        else:  # in row blocks (never n x n)
             G = _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512, warm) * pb.y - 1.0
             K, cache = None, init_cache(S, n, dt)
         aux = start.aux
