@@ -77,6 +77,7 @@ def cache_rows(n: int, itemsize: int, size_mb: float, at_least: int) -> int:
 
 
 def init_cache(S: int, n: int, dtype) -> KernelCache:
+    """An empty cache of S kernel rows of length n (all slots free)."""
     i32 = jnp.int32
     return KernelCache(rows=jnp.zeros((S, n), dtype), tags=jnp.full((S,), -1, i32), slot=jnp.full((n,), -1, i32),
                        stamp=jnp.full((S,), -1, i32), clock=jnp.zeros((), i32), hits=jnp.zeros((), i32),

@@ -558,3 +558,4 @@ def project_hyperplane_box(x, yb, lo, hi):
 
 
 alfpgm = ALFPGM()
+"""Decomposition for the kernel SVM dual (AL-FPGM's framework, SMO inside working sets), with its defaults."""
