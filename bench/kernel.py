@@ -312,10 +312,46 @@ def _svc_pair_duals(m, gamma):
     return np.array(out)
 
 
-def parity_binary(name, n, reps, log=print):
-    import jax
-    from sklearn.svm import SVC
+def _svc_class():
+    try:
+        from sklearn.svm import SVC
+    except ImportError:
+        return None
+    return SVC
 
+
+def _compare(ours, svc_fit, reps, f64):
+    """``reps`` alternating timed calls of SVC (None: not installed) and of ours (float32), after an
+    untimed first call of ours; then ours in float64 at tol 1e-6 (``f64``: "timed" = a compile call and
+    a timed call, "once" = one call, its run time only, "off"). Returns (first, last float32 result,
+    fitted SVC or None, svc times, our times, float64 (wall, CPU) or None, float64 result or None)."""
+    import jax
+
+    first = ours()
+    svc, mine, m = [], [], None
+    for _ in range(reps):
+        if svc_fit is not None:
+            m, w, c = _times(svc_fit)
+            svc.append((w, c))
+        r, _, c = _times(ours)
+        mine.append((r.timings["run"], c))
+    r64, t64 = None, None
+    if f64 != "off":
+        jax.config.update("jax_enable_x64", True)
+        try:
+            if f64 == "timed":
+                ours(np.float64, 1e-6)  # compile
+                r64, w64, c64 = _times(lambda: ours(np.float64, 1e-6))
+                t64 = (r64.timings["run"], c64)
+            else:
+                r64 = ours(np.float64, 1e-6)
+                t64 = (r64.timings["run"], math.nan)  # its CPU time would include the compile
+        finally:
+            jax.config.update("jax_enable_x64", False)
+    return first, r, m, svc, mine, t64, r64
+
+
+def parity_binary(name, n, reps, f64="timed", log=print):
     import svmopt
     from svmopt.kernels import rbf
     from svmopt.solvers.alfpgm import alfpgm
@@ -324,84 +360,80 @@ def parity_binary(name, n, reps, log=print):
     ds = load(name)
     X, y = ds.X[:n], ds.y[:n]
     Xd, Xt = _dense(X), _dense(ds.X_test[:10000])
+    SVC = _svc_class()
 
     def ours(dtype=np.float32, tol=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return svmopt.solve(X, y, method=alfpgm, C=C, kernel=rbf(gamma), dtype=dtype, tol=tol)
 
-    first = ours()
-    svc, mine = [], []
-    for _ in range(reps):
-        m, w, c = _times(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(Xd, y))
-        svc.append((w, c))
-        r, _, c = _times(ours)
-        mine.append((r.timings["run"], c))
-    jax.config.update("jax_enable_x64", True)
-    try:
-        ours(np.float64, 1e-6)  # compile
-        r64, w64, c64 = _times(lambda: ours(np.float64, 1e-6))
-    finally:
-        jax.config.update("jax_enable_x64", False)
-    D_svc = _svc_dual(m.dual_coef_.ravel(), Xd[m.support_], gamma)
-    return _row(f"{name}", X.shape[0], svc, mine, (r64.timings["run"], c64), first.timings["compile"], int(r.iterations),
-                int(r.extras["inner_iterations"]), r.status.name,
-                abs(float(r64.dual_objective) - D_svc) / abs(D_svc), float(np.mean(r.predict(Xt) == m.predict(Xt))),
-                f"nSV {int(np.sum(np.asarray(r.extras['alpha']) > 0))} (SVC {m.support_.size})")
+    fit = None if SVC is None else (lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(Xd, y))
+    first, r, m, svc, mine, t64, r64 = _compare(ours, fit, reps, f64)
+    rel = agree = math.nan
+    if m is not None:
+        D_svc = _svc_dual(m.dual_coef_.ravel(), Xd[m.support_], gamma)
+        agree = float(np.mean(r.predict(Xt) == m.predict(Xt)))
+        if r64 is not None:
+            rel = abs(float(r64.dual_objective) - D_svc) / abs(D_svc)
+    note = f"nSV {int(np.sum(np.asarray(r.extras['alpha']) > 0))}" + ("" if m is None else f" (SVC {m.support_.size})")
+    if r64 is not None:
+        note += f"; float64 {r64.status.name}, dual {float(r64.dual_objective):.10g}"
+    return _row(f"{name}", X.shape[0], svc, mine, t64, first.timings["compile"], int(r.iterations),
+                int(r.extras["inner_iterations"]), r.status.name, rel, agree, note)
 
 
-def parity_ovo(name, reps, log=print):
-    import jax
-    from sklearn.svm import SVC
-
+def parity_ovo(name, reps, f64="timed", log=print):
     from svmopt.kernels import rbf
-    from svmopt.multiclass_kernel import solve_ovo
+    from svmopt.multiclass import solve_multiclass
+    from svmopt.solvers.alfpgm import alfpgm
 
     C = PARITY_OVO[name]
     ds = load(name)
     X, Xt = _dense(ds.X), _dense(ds.X_test)
     gamma = float(1.0 / (X.shape[1] * X.var()))
+    SVC = _svc_class()
 
     def ours(dtype=np.float32, tol=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return solve_ovo(X, ds.y, C=C, kernel=rbf(gamma), dtype=dtype, **({} if tol is None else {"tol": tol}))
+            return solve_multiclass(X, ds.y, strategy="ovo", method=alfpgm, C=C, kernel=rbf(gamma), dtype=dtype,
+                                    tol=tol)
 
-    first = ours()
-    svc, mine = [], []
-    for _ in range(reps):
-        m, w, c = _times(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, ds.y))
-        svc.append((w, c))
-        r, _, c = _times(ours)
-        mine.append((r.timings["run"], c))
-    jax.config.update("jax_enable_x64", True)
-    try:
-        ours(np.float64, 1e-6)  # compile
-        r64, w64, c64 = _times(lambda: ours(np.float64, 1e-6))
-    finally:
-        jax.config.update("jax_enable_x64", False)
-    D = _svc_pair_duals(m, gamma)
-    rel = float(np.max(np.abs(np.asarray(r64.dual_objective) - D) / np.abs(D)))
+    fit = None if SVC is None else (lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, ds.y))
+    first, r, m, svc, mine, t64, r64 = _compare(ours, fit, reps, f64)
+    rel = agree = math.nan
+    if m is not None:
+        agree = float(np.mean(r.predict(Xt) == m.predict(Xt)))
+        if r64 is not None:
+            D = _svc_pair_duals(m, gamma)
+            rel = float(np.max(np.abs(np.asarray(r64.dual_objective) - D) / np.abs(D)))
     status = "CONVERGED" if r.converged else r.message
-    return _row(f"{name} one-vs-one ({len(D)} pairs)", X.shape[0], svc, mine, (r64.timings["run"], c64),
-                first.timings["compile"],
-                int(np.sum(r.iterations)), None, status, rel, float(np.mean(r.predict(Xt) == m.predict(Xt))),
-                f"nSV {r.support.size} (SVC {m.support_.size}), gamma {gamma:.4g}")
+    k = np.unique(ds.y).size
+    return _row(f"{name} one-vs-one ({k * (k - 1) // 2} pairs)", X.shape[0], svc, mine, t64, first.timings["compile"],
+                int(np.sum(r.iterations)), None, status, rel, agree,
+                f"nSV {r.support.size}" + ("" if m is None else f" (SVC {m.support_.size})") + f", gamma {gamma:.4g}")
 
 
 def _row(name, n, svc, mine, f64, compile_s, steps, inner, status, rel_dual, agree, note):
-    s, o = np.median(np.array(svc), axis=0), np.median(np.array(mine), axis=0)
+    nan2 = np.array([math.nan, math.nan])
+    s = np.median(np.array(svc), axis=0) if svc else nan2
+    o = np.median(np.array(mine), axis=0)
+    f = np.asarray(f64, float) if f64 is not None else nan2
     return dict(set=name, n=n, svc_wall=s[0], svc_cpu=s[1], wall=o[0], cpu=o[1], ratio_wall=o[0] / s[0],
                 ratio_cpu=o[1] / s[1], compile=compile_s, steps=steps, inner=inner, status=status,
-                ratio_wall_f64=f64[0] / s[0], ratio_cpu_f64=f64[1] / s[1], rel_dual_f64=rel_dual, agree=agree,
+                ratio_wall_f64=f[0] / s[0], ratio_cpu_f64=f[1] / s[1], rel_dual_f64=rel_dual, agree=agree,
                 note=note)
 
 
-def parity_table(rows, command):
+def parity_table(rows, command, reps=None, clock=None):
     import platform
 
     import jax
-    import sklearn
+    try:
+        import sklearn
+        skv = sklearn.__version__
+    except ImportError:
+        skv = "not installed (no SVC columns)"
 
     head = ["| set | n | SVC wall s | SVC CPU s | svmopt run s | svmopt CPU s | wall ratio | CPU ratio | "
             "first-call compile s | working sets | SMO steps | status | float64 tol 1e-6: wall / CPU ratio | "
@@ -413,10 +445,14 @@ def parity_table(rows, command):
              f"{r['ratio_wall_f64']:.2f}x / {r['ratio_cpu_f64']:.2f}x | {r['rel_dual_f64']:.1e} | "
              f"{100 * r['agree']:.2f}% | {r['note']} |" for r in rows]
     load = os.getloadavg()
+    dev = jax.devices()[0]
     stamp = [f"- command: `{command}`",
+             f"- JAX device: {dev.platform} ({getattr(dev, 'device_kind', '')}); medians of {reps} alternating "
+             "runs; wall = svmopt's run time (compile excluded) / SVC's fit; CPU = process CPU time of the "
+             "call (all threads)",
              f"- machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} "
              f"/ {load[2]:.1f} at the end; date {datetime.datetime.now().isoformat(timespec='minutes')}",
-             f"- versions: jax {jax.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}"]
+             f"- versions: jax {jax.__version__}, scikit-learn {skv}, numpy {np.__version__}, python {platform.python_version()}"]
     return "\n".join(["# Kernel SVM: svmopt alfpgm against LIBSVM (scikit-learn SVC)", "", *stamp, "", *head, *lines, ""])
 
 
@@ -428,30 +464,47 @@ def main(argv=None):
     p.add_argument("--sets", default=",".join(PARITY_SETS), help="binary sets, name[:rows] (default: %(default)s)")
     p.add_argument("--ovo", default="pendigits,letter", help="one-vs-one sets ('' for none)")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--f64", choices=("timed", "once", "off"), default="timed",
+                   help="float64 tol 1e-6 solve for the dual check: a compile call and a timed call (default), "
+                        "one call (run time only), or none")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="folder of the LIBSVM .xz files (default: $SVMOPT_DATA or ../shared/data)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     p.add_argument("--tag", default="kernel-parity")
     p.add_argument("--smoke", action="store_true", help="tiny subsets, one rep, output under bench/cache/smoke")
     a = p.parse_args(argv)
+    if a.data is not None:
+        from . import data as bench_data
+
+        bench_data.DATA_DIR = Path(a.data).resolve()
     if a.smoke:
         a.sets, a.ovo, a.reps = "ijcnn1:1500", "", 1
         a.out = str(Path(__file__).resolve().parent / "cache" / "smoke")
-    rows = []
-    for spec in filter(None, a.sets.split(",")):
-        name, _, n = spec.partition(":")
-        rows.append(parity_binary(name, int(n) if n else None, a.reps))
-        print(rows[-1], flush=True)
-    for name in filter(None, a.ovo.split(",")):
-        rows.append(parity_ovo(name, a.reps))
-        print(rows[-1], flush=True)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{datetime.date.today().isoformat()}-{a.tag}"
-    text = parity_table(rows, "python -m bench.kernel " + " ".join(sys.argv[1:] if argv is None else argv))
-    stem.with_suffix(".md").write_text(text)
-    with open(stem.with_suffix(".csv"), "w") as f:
-        f.write(",".join(rows[0]) + "\n")
-        for r in rows:
-            f.write(",".join(str(v).replace(",", ";") for v in r.values()) + "\n")
+    command = "python -m bench.kernel " + " ".join(sys.argv[1:] if argv is None else argv)
+    rows = []
+
+    def save():  # after every row: a run cut short keeps the rows it finished
+        text = parity_table(rows, command, a.reps)
+        stem.with_suffix(".md").write_text(text)
+        with open(stem.with_suffix(".csv"), "w") as f:
+            f.write(",".join(rows[0]) + "\n")
+            for r in rows:
+                f.write(",".join(str(v).replace(",", ";") for v in r.values()) + "\n")
+        return text
+
+    text = ""
+    for spec in filter(None, a.sets.split(",")):
+        name, _, n = spec.partition(":")
+        rows.append(parity_binary(name, int(n) if n else None, a.reps, a.f64))
+        print(rows[-1], flush=True)
+        text = save()
+    for name in filter(None, a.ovo.split(",")):
+        rows.append(parity_ovo(name, a.reps, a.f64))
+        print(rows[-1], flush=True)
+        text = save()
     print(text)
     return rows
 
