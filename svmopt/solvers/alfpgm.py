@@ -94,7 +94,7 @@ class ALFPGM(Method):
 
     pairs           |B| = 2 pairs indices per working set, lowered to the cache's rows and to n
                     (paper: 50-100 pairs for its AL-FPGM sub-problems; ThunderSVM: |B| = 512-1024
-                    with SMO inside B). 256 by measurement (bench/README.md, kernel section)
+                    with SMO inside B). 256 by measurement (bench/results/design-notes.md, AL-FPGM)
     inner           sub-problem solver: "smo" (default) or "alfpgm" (the paper's, eq. 7-11, 16)
     eps_scale       the sub-problem stops when its own violation is below eps_scale x the
                     global one (ThunderSVM: 0.1); for "alfpgm" eps_k = min(eps, eps_scale * viol)
@@ -107,7 +107,7 @@ class ALFPGM(Method):
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
     whole           problems of at most this many rows whose kernel matrix fits ``cache_size`` are
                     solved on the whole matrix (no working sets; see above); 0: never. 2048 by
-                    measurement (bench/README.md, kernel section)
+                    measurement (bench/results/design-notes.md, AL-FPGM)
     row_chunk       kernel rows computed per matrix product on cache misses; 0 (default): 64 on
                     CPU (blocks that stay in cache ran fastest), |B| / 2 on accelerators (the new
                     half of B in one product)
