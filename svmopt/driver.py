@@ -512,10 +512,7 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
         t1 = time.perf_counter()
         state = exe("init", _init_fn, (method, lp, st0))(method, lp, st0)
         k, code = i32(0), i32(RUNNING)
-        if p.history:
-            s = exe("summary", _summary_fn, (method, lp, state, k, code))(method, lp, state, k, code)
-            p.report(0, s.primal, s.dual, time.perf_counter() - t1)
-        per, kk = None, 0
+        per, kk = None, 0  # history starts after the first chunk, as in the other batch modes
         while True:
             until = i32(p.next_until(kk, max_iter, per))
             t2 = time.perf_counter()
