@@ -377,7 +377,7 @@ def parity_binary(name, n, reps, f64="timed", log=print):
             rel = abs(float(r64.dual_objective) - D_svc) / abs(D_svc)
     note = f"nSV {int(np.sum(np.asarray(r.extras['alpha']) > 0))}" + ("" if m is None else f" (SVC {m.support_.size})")
     if r64 is not None:
-        note += f"; float64 {r64.status.name}, dual {float(r64.dual_objective):.10g}"
+        note += f"; float64 {r64.status.name} in {t64[0]:.2f} s, dual {float(r64.dual_objective):.10g}"
     return _row(f"{name}", X.shape[0], svc, mine, t64, first.timings["compile"], int(r.iterations),
                 int(r.extras["inner_iterations"]), r.status.name, rel, agree, note)
 
