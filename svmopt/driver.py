@@ -458,9 +458,9 @@ def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: 
         summary, timings = _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
     else:
         summary, timings = _run_loop(method, pb, axes, starts, sax, size, max_iter, devices[0], progress)
+    tables = timings.pop("tables", {})  # "loop" runs each problem with its own history
     if history:
-        timings["history"] = [timings.pop("tables", {}).get(i, p.table()) for i, p in enumerate(progress)]
-    timings.pop("tables", None)
+        timings["history"] = [tables[i] if i in tables else p.table() for i, p in enumerate(progress)]
     return summary, timings
 
 

@@ -76,9 +76,11 @@ def test_history_for_a_C_grid(heart):
         assert h["objective"][-1] == pytest.approx(objective(X, y, r.w[i], float(r.b[i]), C, 2), rel=1e-10)
         one = svmopt.solve(X, y, C=C, loss=squared_hinge, dtype="float64", history=True, record_every=4,
                            max_iter=400).history
-        np.testing.assert_array_equal(h["iteration"], one["iteration"][1:])  # the lanes skip iteration 0
-        np.testing.assert_allclose(h["objective"], one["objective"][1:], rtol=1e-12)
-        np.testing.assert_allclose(h["gap"], one["gap"][1:], rtol=1e-9, atol=1e-12)
+        m = len(h["iteration"])  # one device: each C runs alone (from iteration 0); lanes skip iteration 0
+        assert m >= len(one["iteration"]) - 1
+        np.testing.assert_array_equal(h["iteration"], one["iteration"][-m:])
+        np.testing.assert_allclose(h["objective"], one["objective"][-m:], rtol=1e-12)
+        np.testing.assert_allclose(h["gap"], one["gap"][-m:], rtol=1e-9, atol=1e-12)
     v = svmopt.solve(X, y, C=grid, loss=squared_hinge, dtype="float64", history=True, record_every=4,
                      max_iter=400, batch="vmap")  # the vmapped batch (finished lanes leave) records the same
     for i, C in enumerate(grid):
