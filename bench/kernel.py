@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import re
 import time
 import warnings
@@ -29,7 +30,7 @@ from .data import Dataset, load
 from .methods import BenchMethod, SvmoptMethod, Trace, _Recorder, svmopt_solver_names
 
 __all__ = ["SETS", "KernelTask", "load_kernel_task", "kernel_reference", "LibsvmMethod", "SVCMethod",
-           "SvmoptKernelMethod", "kernel_methods"]
+           "SvmoptKernelMethod", "kernel_methods", "parity_binary", "parity_ovo", "parity_table", "main"]
 
 # name -> (binary dataset, training rows, test rows)
 SETS = {"a9a-rbf": ("a9a", 4000, 5000), "tiny-rbf": ("tiny", 600, 321)}
@@ -263,3 +264,250 @@ def kernel_reference(task, cache_dir, budget_s=120.0, log=print, versions=None):
     path.write_text(json.dumps(prov, indent=1))
     log(f"    reference {task.name}: f*={fstar:.10g} gap={prov['rel_gap']:.2e} via {prov['solver']}")
     return prov
+
+
+# ------------------------------------------------------------------------------------------------
+# LIBSVM parity: svmopt's kernel solver against scikit-learn's SVC (LIBSVM) at the issue's settings
+#
+#   python -m bench.kernel                      # a9a, ijcnn1 at 10k / 20k / all rows; pendigits, letter one-vs-one
+#   python -m bench.kernel --sets ijcnn1:10000 --ovo pendigits --reps 3
+#   python -m bench.kernel --smoke              # seconds: tiny subsets, the same pipeline
+#
+# Same run, alternating: SVC (tol 1e-3, cache 200 MB) then svmopt (alfpgm defaults, float32,
+# tol 1e-3), ``reps`` times after one untimed warm-up call (the first call's compile time is
+# reported apart); medians of wall time and of process CPU time (all threads), whose ratio
+# says how loaded the machine was. Then, once, svmopt in float64 with tol 1e-6 (a certified
+# relative gap, so its dual is within 1e-6 of the optimum; the float32 default stops at a gap
+# of 1e-3): its time against SVC's median and its dual objective against SVC's (recomputed in
+# float64 from SVC's dual coefficients; per pair for one-vs-one); and the share of test
+# predictions on which float32 svmopt and SVC agree.
+
+PARITY_BINARY = {"a9a": (1.0, 0.05), "ijcnn1": (10.0, 0.5)}  # the issue's C, gamma
+PARITY_OVO = {"pendigits": 10.0, "letter": 10.0}  # C; gamma "scale" = 1 / (d Var X), X scaled to [0, 1]
+PARITY_SETS = ("a9a:10000", "a9a:20000", "a9a", "ijcnn1:10000", "ijcnn1:20000", "ijcnn1")
+
+
+def _times(fn):
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def _svc_dual(coef, S, gamma, block=4096):
+    quad = 0.0
+    for i in range(0, S.shape[0], block):
+        quad += coef[i:i + block] @ (_rbf(S[i:i + block], S, gamma) @ coef)
+    return float(np.abs(coef).sum() - 0.5 * quad)
+
+
+def _svc_pair_duals(m, gamma):
+    """Dual objective of each one-vs-one pair of a fitted SVC (LIBSVM's dual_coef_ layout)."""
+    k, start = m.classes_.size, np.r_[0, np.cumsum(m.n_support_)]
+    out = []
+    for i in range(k):
+        for j in range(i + 1, k):
+            si, sj = np.arange(start[i], start[i + 1]), np.arange(start[j], start[j + 1])
+            coef = np.r_[m.dual_coef_[j - 1, si], m.dual_coef_[i, sj]]
+            out.append(_svc_dual(coef, m.support_vectors_[np.r_[si, sj]], gamma))
+    return np.array(out)
+
+
+def _svc_class():
+    try:
+        from sklearn.svm import SVC
+    except ImportError:
+        return None
+    return SVC
+
+
+def _compare(ours, svc_fit, reps, f64):
+    """``reps`` alternating timed calls of SVC (None: not installed) and of ours (float32), after an
+    untimed first call of ours; then ours in float64 at tol 1e-6 (``f64``: "timed" = a compile call and
+    a timed call, "once" = one call, its run time only, "off"). Returns (first, last float32 result,
+    fitted SVC or None, svc times, our times, float64 (wall, CPU) or None, float64 result or None)."""
+    import jax
+
+    first = ours()
+    svc, mine, m = [], [], None
+    for _ in range(reps):
+        if svc_fit is not None:
+            m, w, c = _times(svc_fit)
+            svc.append((w, c))
+        r, _, c = _times(ours)
+        mine.append((r.timings["run"], c))
+    r64, t64 = None, None
+    if f64 != "off":
+        jax.config.update("jax_enable_x64", True)
+        try:
+            if f64 == "timed":
+                ours(np.float64, 1e-6)  # compile
+                r64, w64, c64 = _times(lambda: ours(np.float64, 1e-6))
+                t64 = (r64.timings["run"], c64)
+            else:
+                r64 = ours(np.float64, 1e-6)
+                t64 = (r64.timings["run"], math.nan)  # its CPU time would include the compile
+        finally:
+            jax.config.update("jax_enable_x64", False)
+    return first, r, m, svc, mine, t64, r64
+
+
+def parity_binary(name, n, reps, f64="timed", log=print):
+    import svmopt
+    from svmopt.kernels import rbf
+    from svmopt.solvers.alfpgm import alfpgm
+
+    C, gamma = PARITY_BINARY[name]
+    ds = load(name)
+    X, y = ds.X[:n], ds.y[:n]
+    Xd, Xt = _dense(X), _dense(ds.X_test[:10000])
+    SVC = _svc_class()
+
+    def ours(dtype=np.float32, tol=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return svmopt.solve(X, y, method=alfpgm, C=C, kernel=rbf(gamma), dtype=dtype, tol=tol)
+
+    fit = None if SVC is None else (lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(Xd, y))
+    first, r, m, svc, mine, t64, r64 = _compare(ours, fit, reps, f64)
+    rel = agree = math.nan
+    if m is not None:
+        D_svc = _svc_dual(m.dual_coef_.ravel(), Xd[m.support_], gamma)
+        agree = float(np.mean(r.predict(Xt) == m.predict(Xt)))
+        if r64 is not None:
+            rel = abs(float(r64.dual_objective) - D_svc) / abs(D_svc)
+    note = f"nSV {int(np.sum(np.asarray(r.extras['alpha']) > 0))}" + ("" if m is None else f" (SVC {m.support_.size})")
+    if r64 is not None:
+        note += f"; float64 {r64.status.name} in {t64[0]:.2f} s, dual {float(r64.dual_objective):.10g}"
+    return _row(f"{name}", X.shape[0], svc, mine, t64, first.timings["compile"], int(r.iterations),
+                int(r.extras["inner_iterations"]), r.status.name, rel, agree, note)
+
+
+def parity_ovo(name, reps, f64="timed", log=print):
+    from svmopt.kernels import rbf
+    from svmopt.multiclass import solve_multiclass
+    from svmopt.solvers.alfpgm import alfpgm
+
+    C = PARITY_OVO[name]
+    ds = load(name)
+    X, Xt = _dense(ds.X), _dense(ds.X_test)
+    gamma = float(1.0 / (X.shape[1] * X.var()))
+    SVC = _svc_class()
+
+    def ours(dtype=np.float32, tol=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return solve_multiclass(X, ds.y, strategy="ovo", method=alfpgm, C=C, kernel=rbf(gamma), dtype=dtype,
+                                    tol=tol)
+
+    fit = None if SVC is None else (lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, ds.y))
+    first, r, m, svc, mine, t64, r64 = _compare(ours, fit, reps, f64)
+    rel = agree = math.nan
+    if m is not None:
+        agree = float(np.mean(r.predict(Xt) == m.predict(Xt)))
+        if r64 is not None:
+            D = _svc_pair_duals(m, gamma)
+            rel = float(np.max(np.abs(np.asarray(r64.dual_objective) - D) / np.abs(D)))
+    status = "CONVERGED" if r.converged else r.message
+    k = np.unique(ds.y).size
+    return _row(f"{name} one-vs-one ({k * (k - 1) // 2} pairs)", X.shape[0], svc, mine, t64, first.timings["compile"],
+                int(np.sum(r.iterations)), None, status, rel, agree,
+                f"nSV {r.support.size}" + ("" if m is None else f" (SVC {m.support_.size})") + f", gamma {gamma:.4g}")
+
+
+def _row(name, n, svc, mine, f64, compile_s, steps, inner, status, rel_dual, agree, note):
+    nan2 = np.array([math.nan, math.nan])
+    s = np.median(np.array(svc), axis=0) if svc else nan2
+    o = np.median(np.array(mine), axis=0)
+    f = np.asarray(f64, float) if f64 is not None else nan2
+    return dict(set=name, n=n, svc_wall=s[0], svc_cpu=s[1], wall=o[0], cpu=o[1], ratio_wall=o[0] / s[0],
+                ratio_cpu=o[1] / s[1], compile=compile_s, steps=steps, inner=inner, status=status,
+                ratio_wall_f64=f[0] / s[0], ratio_cpu_f64=f[1] / s[1], rel_dual_f64=rel_dual, agree=agree,
+                note=note)
+
+
+def parity_table(rows, command, reps=None, clock=None):
+    import platform
+
+    import jax
+    try:
+        import sklearn
+        skv = sklearn.__version__
+    except ImportError:
+        skv = "not installed (no SVC columns)"
+
+    head = ["| set | n | SVC wall s | SVC CPU s | svmopt run s | svmopt CPU s | wall ratio | CPU ratio | "
+            "first-call compile s | working sets | SMO steps | status | float64 tol 1e-6: wall / CPU ratio | "
+            "its dual vs SVC's | agreement | notes |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+    lines = [f"| {r['set']} | {r['n']} | {r['svc_wall']:.2f} | {r['svc_cpu']:.2f} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+             f"{r['ratio_wall']:.2f}x | {r['ratio_cpu']:.2f}x | {r['compile']:.1f} | {r['steps']} | "
+             f"{'' if r['inner'] is None else r['inner']} | {r['status']} | "
+             f"{r['ratio_wall_f64']:.2f}x / {r['ratio_cpu_f64']:.2f}x | {r['rel_dual_f64']:.1e} | "
+             f"{100 * r['agree']:.2f}% | {r['note']} |" for r in rows]
+    load = os.getloadavg()
+    dev = jax.devices()[0]
+    stamp = [f"- command: `{command}`",
+             f"- JAX device: {dev.platform} ({getattr(dev, 'device_kind', '')}); medians of {reps} alternating "
+             "runs; wall = svmopt's run time (compile excluded) / SVC's fit; CPU = process CPU time of the "
+             "call (all threads)",
+             f"- machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} "
+             f"/ {load[2]:.1f} at the end; date {datetime.datetime.now().isoformat(timespec='minutes')}",
+             f"- versions: jax {jax.__version__}, scikit-learn {skv}, numpy {np.__version__}, python {platform.python_version()}"]
+    return "\n".join(["# Kernel SVM: svmopt alfpgm against LIBSVM (scikit-learn SVC)", "", *stamp, "", *head, *lines, ""])
+
+
+def main(argv=None):
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m bench.kernel", description="svmopt's kernel solver against SVC")
+    p.add_argument("--sets", default=",".join(PARITY_SETS), help="binary sets, name[:rows] (default: %(default)s)")
+    p.add_argument("--ovo", default="pendigits,letter", help="one-vs-one sets ('' for none)")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--f64", choices=("timed", "once", "off"), default="timed",
+                   help="float64 tol 1e-6 solve for the dual check: a compile call and a timed call (default), "
+                        "one call (run time only), or none")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="folder of the LIBSVM .xz files (default: $SVMOPT_DATA or ../shared/data)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    p.add_argument("--tag", default="kernel-parity")
+    p.add_argument("--smoke", action="store_true", help="tiny subsets, one rep, output under bench/cache/smoke")
+    a = p.parse_args(argv)
+    if a.data is not None:
+        from . import data as bench_data
+
+        bench_data.DATA_DIR = Path(a.data).resolve()
+    if a.smoke:
+        a.sets, a.ovo, a.reps = "ijcnn1:1500", "", 1
+        a.out = str(Path(__file__).resolve().parent / "cache" / "smoke")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{datetime.date.today().isoformat()}-{a.tag}"
+    command = "python -m bench.kernel " + " ".join(sys.argv[1:] if argv is None else argv)
+    rows = []
+
+    def save():  # after every row: a run cut short keeps the rows it finished
+        text = parity_table(rows, command, a.reps)
+        stem.with_suffix(".md").write_text(text)
+        with open(stem.with_suffix(".csv"), "w") as f:
+            f.write(",".join(rows[0]) + "\n")
+            for r in rows:
+                f.write(",".join(str(v).replace(",", ";") for v in r.values()) + "\n")
+        return text
+
+    text = ""
+    for spec in filter(None, a.sets.split(",")):
+        name, _, n = spec.partition(":")
+        rows.append(parity_binary(name, int(n) if n else None, a.reps, a.f64))
+        print(rows[-1], flush=True)
+        text = save()
+    for name in filter(None, a.ovo.split(",")):
+        rows.append(parity_ovo(name, a.reps, a.f64))
+        print(rows[-1], flush=True)
+        text = save()
+    print(text)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

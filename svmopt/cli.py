@@ -404,11 +404,6 @@ def _train(argv) -> int:
         raise ValueError(f"the data has only one class ({_label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
         raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
-    if kernel_model and classes.size > 2 and model_file is not None:
-        # TODO(merge with the kernel branch): its OvO training in _fit_kernel saves the model
-        raise ValueError(f"{classes.size} classes with --kernel train LIBSVM's one-vs-one model, which this "
-                         "version cannot save yet; -v n cross-validates it, and svmopt.solve_multiclass(..., "
-                         "strategy='ovo') trains it in Python")
     kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
     if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
@@ -453,7 +448,8 @@ def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
     kw.setdefault("method", resolve_method("alfpgm"))
     if announce:
         say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {kw['method'].name}"
-            + (f"; one-vs-one over {classes.size} classes" if classes.size > 2 else ""))
+            + (f"; one-vs-one over {classes.size * (classes.size - 1) // 2} pairs of {classes.size} classes"
+               if classes.size > 2 else ""))
     if classes.size > 2:
         return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
     return solve(X, y, kernel=kernel, **kw), False
@@ -479,8 +475,9 @@ def _save(res, model_file, args, plan):
 def _summary(res, ovr, seconds) -> str:
     t = res.timings
     times = f"{seconds:.2f} s (compile {t.get('compile', 0):.2f} s, run {t.get('run', 0):.2f} s)"
-    if ovr == "ovo" or not hasattr(res, "status"):
-        return f"done in {times}"
+    if ovr == "ovo":  # one line, not one per pair
+        return (f"done in {times}; one-vs-one: {res.message}, {int(np.sum(res.iterations))} iterations "
+                f"in all, {np.shape(res.support_vectors)[0]} support vectors")
     if not ovr:
         return (f"{res.method}: {res.status.name.lower()} after {res.iterations} iterations: "
                 f"primal {float(res.primal_objective):.6g}, relative gap {float(res.relative_gap):.3g}; {times}")

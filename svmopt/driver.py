@@ -192,7 +192,8 @@ def _signature(args):
     sig = []
     for x in leaves:
         sharding = getattr(x, "sharding", None)
-        sig.append((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False),
+        dt = x.dtype if isinstance(x, jax.Array) else jnp.result_type(x)  # (a jax array: already canonical)
+        sig.append((jnp.shape(x), dt, getattr(x, "weak_type", False),
                     None if sharding is None else repr(sharding)))
     return tree, tuple(sig)
 
@@ -378,6 +379,34 @@ def _take(tree, axes, i):
                                   is_leaf=lambda x: x is None)
 
 
+def _stack_fn(outs):
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *outs)
+
+
+def _lane_fn(leaves, i):
+    return [lax.dynamic_index_in_dim(a, i, keepdims=False) for a in leaves]
+
+
+class _Lanes:
+    """Lane i of a batched pytree (``axes``: 0 for batched leaves, None for shared ones), sliced by
+    one compiled call (an eager index per leaf costs a dispatch each). ``compile`` = its seconds."""
+
+    def __init__(self, tree, axes):
+        marks = jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None)
+        self.leaves, self.treedef = jax.tree_util.tree_flatten(tree)
+        self.picked = [k for k, ax in enumerate(marks) if ax is not None]
+        self.exe, self.compile = None, 0.0
+
+    def __call__(self, i):
+        leaves = list(self.leaves)
+        args = ([leaves[k] for k in self.picked], np.asarray(i, np.int32))
+        if self.exe is None:
+            self.exe, self.compile = _compile("lane", _lane_fn, args)
+        for k, v in zip(self.picked, self.exe(*args)):
+            leaves[k] = v
+        return self.treedef.unflatten(leaves)
+
+
 def _row_sharded(pb) -> bool:
     return getattr(pb.op, "mesh", None) is not None  # X's rows spread over devices (svmopt.sharding)
 
@@ -442,7 +471,7 @@ def _stack(out):
 def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
     """The problems one after another on one device (or on the mesh of a row-sharded X)."""
     if device is not None:
-        pb, starts = jax.device_put((pb, starts), device)
+        return _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progress)
     tc = tr = 0.0
     out, tables = [], {}
     for i in range(size):
@@ -456,6 +485,53 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
     if device is None:  # row-sharded: keep the (replicated / sharded) arrays, stacked on device
         return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *out), timings
     return _stack(out), timings
+
+
+def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progress):
+    """``_run_loop`` on one device without per-problem Python overhead (one-vs-one runs hundreds
+    of small problems): each problem and start is sliced by one compiled call, every problem
+    runs the same compiled init / chunk programs (looked up once, not per call), and the
+    summaries are stacked by one call."""
+    pb, starts = jax.device_put((pb, starts), device)
+    i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731  (a host scalar: no dispatch to make it)
+    lanes_pb, lanes_st = _Lanes(pb, axes), _Lanes(starts, sax)
+    exes, tc = {}, 0.0
+
+    def exe(name, fn, args, donate=()):
+        nonlocal tc
+        if name not in exes:  # every problem has the same structure and shapes
+            exes[name], dt = _compile(name, fn, args, donate=donate)
+            tc += dt
+        return exes[name]
+
+    t0 = time.perf_counter()
+    out, tables = [], {}
+    for i in range(size):
+        p = progress[i]
+        lp, st0 = lanes_pb(i), lanes_st(i)
+        t1 = time.perf_counter()
+        state = exe("init", _init_fn, (method, lp, st0))(method, lp, st0)
+        k, code = i32(0), i32(RUNNING)
+        per, kk = None, 0  # history starts after the first chunk, as in the other batch modes
+        while True:
+            until = i32(p.next_until(kk, max_iter, per))
+            t2 = time.perf_counter()
+            args = (method, lp, state, k, code, until)
+            state, k, code, s = exe("chunk+summary", _chunk_summary_fn, args, donate=(2,))(*args)
+            kh, ch = int(k), int(code)
+            per = (time.perf_counter() - t2) / max(kh - kk, 1)
+            kk = kh
+            finished = ch != RUNNING or kh >= max_iter
+            if p.verbose or p.history:
+                p.report(kh, s.primal, s.dual, time.perf_counter() - t1, force=finished and not p.history)
+            if finished:
+                break
+        out.append(s)
+        tables[i] = p.table()
+    stack, dt = _compile("stack", _stack_fn, (out,))  # one call, not one per problem and leaf
+    summary = jax.tree_util.tree_map(np.asarray, jax.device_get(stack(out)))
+    tc += dt + lanes_pb.compile + lanes_st.compile
+    return summary, {"compile": tc, "run": time.perf_counter() - t0 - tc, "lanes": [1] * size, "tables": tables}
 
 
 def _lane_specs(axes, lane=P("lanes")):

@@ -9,7 +9,8 @@ scikit-learn is not a dependency: the class follows its conventions itself
 ``__init__`` signature, fitted attributes end in ``_``), so ``clone``, ``Pipeline``
 and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
 for its tags. Two labels give one binary problem (``coef_`` (1, d), as LinearSVC),
-more give one-vs-rest in one vmapped solve (``coef_`` (K, d)).
+more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models with more
+than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
 
 The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
 ``resolve_kernel``) turn the names the command line and estimator take into svmopt
@@ -333,7 +334,9 @@ class SVMClassifier(_Params):
     ``intercept_`` (1,) / (K,), ``n_iter_`` (largest over the one-vs-rest problems),
     ``n_features_in_``, ``result_`` (the ``Result`` / ``MulticlassResult``: objective, gap,
     status); kernel models have ``support_vectors_``, ``support_``, ``dual_coef_`` instead
-    of ``coef_``.
+    of ``coef_``. Kernel models with K > 2 classes are one-vs-one (as SVC): ``intercept_`` and
+    ``dual_coef_`` have one row per pair of classes (P = K(K-1)/2, LIBSVM's order) and
+    ``decision_function`` is (n, P).
     """
 
     _estimator_type = "classifier"  # sklearn < 1.6 reads this
@@ -392,7 +395,14 @@ class SVMClassifier(_Params):
             kw["method"] = resolve_method(self.method)
         elif kernel is not None:  # the hinge: LIBSVM's dual (alfpgm); a smooth loss: NESVM in kernel form
             kw["method"] = resolve_method("alfpgm" if loss.family.kink else "nesvm")
-        res = solve(X, y, **kw) if classes.size == 2 else solve_multiclass(X, y, **kw)
+        if classes.size == 2:
+            res = solve(X, y, **kw)
+        elif kernel is None:
+            res = solve_multiclass(X, y, **kw)
+        else:  # kernel models: one-vs-one, as SVC
+            if not getattr(kw["method"], "supports_kernel", False):  # what solve() says for two classes
+                raise ValueError(f"method {kw['method'].name} is linear; for kernel={kernel!r} use method='alfpgm'")
+            res = solve_multiclass(X, y, strategy="ovo", **kw)
         self._set_fitted(res, X.shape[1])
         return self
 
@@ -418,7 +428,8 @@ class SVMClassifier(_Params):
         return self.result_
 
     def decision_function(self, X):
-        """(n,) for two classes (> 0 means classes_[1]), (n, K) one-vs-rest scores otherwise."""
+        """(n,) for two classes (> 0 means classes_[1]), (n, K) one-vs-rest scores, (n, P)
+        one-vs-one pairwise values."""
         res = self._fitted()
         return res.decision_function(_check_X(X, self.n_features_in_))
 

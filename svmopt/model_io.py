@@ -6,16 +6,20 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
   header     uint8   UTF-8 JSON, see below
   checksum   uint8   ASCII hex SHA-256 (or HMAC-SHA256 with a key) of the payload
   w          float   (d,) binary / (K, d) one-vs-rest         linear models
-  b          float   () / (K,)
+  b          float   () / (K,) / (P,)
   classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings
   sv         float   (n_sv, d) dense support vectors          kernel models, or
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
-  dual_coef  float   (n_sv,) / (K, n_sv): alpha_i y_i
-  primal_objective, dual_objective, gap, status, iterations   () / (K,): the solve's report
+  dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
+  primal_objective, dual_objective, gap, status, iterations   () / (K,) / (P,): the solve's report
+
+One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
+and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
+reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
 
 Header (JSON object), format version 1:
 
-  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr",
+  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo",
   model "linear" | "kernel", n_features, method, loss (its repr, e.g. "lp_hinge(p=1.5)"),
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
@@ -160,9 +164,11 @@ def save_model(model, path, *, key=None) -> Path:
     if not isinstance(model, Result):
         raise TypeError(f"save_model needs a Result, MulticlassResult or fitted SVMClassifier, got {type(model)!r}")
     from .multiclass import MulticlassResult
+    from .multiclass_kernel import OvOModel
 
+    ovo = isinstance(model, OvOModel)
     ovr = isinstance(model, MulticlassResult)
-    if not ovr and np.ndim(model.status) != 0:
+    if not (ovr or ovo) and np.ndim(model.status) != 0:
         raise ValueError("a batched Result (solve over an array of C) holds several models; "
                          "save one, e.g. pick index k of w, b")
     arrays = {name: np.asarray(getattr(model, name)) for name in _REPORT}
@@ -189,7 +195,7 @@ def save_model(model, path, *, key=None) -> Path:
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
-        "kind": "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
+        "kind": "ovo" if ovo else "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
         "n_features": int(n_features), "method": model.method, "loss": model.loss,
         "reg": None if estimator is None else estimator.get("reg"),
         "C": _json_param(model.C), "intercept_scaling": _json_param(model.intercept_scaling),
@@ -226,7 +232,8 @@ def save_model(model, path, *, key=None) -> Path:
 
 
 def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
-    """Read a model file; returns a ``Result`` (binary) or ``MulticlassResult`` (one-vs-rest).
+    """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest) or
+    ``OvOModel`` (one-vs-one).
 
     Both predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
     be given for, and only for, a file saved with one. ``max_bytes`` caps the arrays'
@@ -492,10 +499,12 @@ def _check_header(path, h: dict, max_bytes) -> dict:
     for k in ("svmopt_version", "method", "loss"):
         if type(h[k]) is not str:
             raise bad(f"{k} {h[k]!r} is not a string")
-    if h["kind"] not in ("binary", "ovr"):
-        raise bad(f"kind {h['kind']!r} is not 'binary' or 'ovr'")
+    if h["kind"] not in ("binary", "ovr", "ovo"):
+        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr' or 'ovo'")
     if h["model"] not in ("linear", "kernel"):
         raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
+    if h["kind"] == "ovo" and h["model"] != "kernel":
+        raise bad(f"a one-vs-one model is a kernel model, not {h['model']!r}")
     if not (_is_int(h["n_features"]) and h["n_features"] >= 0):
         raise bad(f"n_features {h['n_features']!r} is not a non-negative integer")
     if not (h["reg"] is None or type(h["reg"]) is str):
@@ -575,8 +584,8 @@ def _check_model(path, h, a) -> dict:
     def bad(msg):
         return ModelFileError(path, f"invalid model: {msg}")
 
-    ovr, kernel, d = h["kind"] == "ovr", h["model"] == "kernel", h["n_features"]
-    need = {"b", *_REPORT} | ({"classes"} if ovr else set())
+    multi, kernel, d = h["kind"] in ("ovr", "ovo"), h["model"] == "kernel", h["n_features"]
+    need = {"b", *_REPORT} | ({"classes"} if multi else set())
     if not kernel:
         need |= {"w"}
     elif "sv" in a:
@@ -589,11 +598,13 @@ def _check_model(path, h, a) -> dict:
 
     if "classes" in a:
         c = a["classes"]
-        if c.ndim != 1 or c.shape[0] < 2 or (not ovr and c.shape[0] != 2) or len(np.unique(c)) != c.shape[0]:
-            raise bad(f"classes {c!r} are not {'K >= 2' if ovr else '2'} distinct labels")
+        if c.ndim != 1 or c.shape[0] < 2 or (not multi and c.shape[0] != 2) or len(np.unique(c)) != c.shape[0]:
+            raise bad(f"classes {c!r} are not {'K >= 2' if multi else '2'} distinct labels")
         if c.dtype.kind == "f" and not np.isfinite(c).all():
             raise bad("classes are not finite")
-    lead = (a["classes"].shape[0],) if ovr else ()
+    lead = (a["classes"].shape[0],) if multi else ()
+    if h["kind"] == "ovo":  # one problem per pair of classes
+        lead = (lead[0] * (lead[0] - 1) // 2,)
     for name in ("b", *_REPORT):
         if a[name].shape != lead:
             raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
@@ -630,9 +641,9 @@ def _check_model(path, h, a) -> dict:
 
 
 def _to_result(path, header, a):
-    ovr = header["kind"] == "ovr"
-    report = {k: a[k] if ovr else a[k].item() for k in _REPORT}
-    if not ovr:
+    multi = header["kind"] in ("ovr", "ovo")
+    report = {k: a[k] if multi else a[k].item() for k in _REPORT}
+    if not multi:
         report["status"] = Status(int(report["status"]))
     kernel = sv = dual_coef = w = None
     if header["model"] == "kernel":
@@ -642,11 +653,15 @@ def _to_result(path, header, a):
         dual_coef = a["dual_coef"]
     else:
         w = a["w"]
-    if ovr:
+    more = {}
+    if header["kind"] == "ovo":
+        from .multiclass_kernel import OvOModel as cls, class_pairs
+        more["pairs"] = class_pairs(a["classes"].shape[0])
+    elif multi:
         from .multiclass import MulticlassResult as cls
     else:
         cls = Result
     return cls(w=w, b=a["b"], method=header["method"], loss=header["loss"],
                C=header["C"], classes=a.get("classes"), intercept_scaling=header["intercept_scaling"],
                kernel=kernel, support_vectors=sv, dual_coef=dual_coef,
-               extras={"header": header}, **report)
+               extras={"header": header}, **report, **more)

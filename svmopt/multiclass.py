@@ -114,6 +114,10 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     """
     if strategy == "ovo":
         from .multiclass_kernel import solve_ovo
+        if loss is not hinge or not reg.is_l2 or not fit_intercept or intercept_scaling is not None:
+            raise ValueError("strategy='ovo' trains LIBSVM's C-SVM (hinge loss, l2, a free intercept); got "
+                             f"loss={loss!r}, reg={reg!r}, fit_intercept={fit_intercept}, "
+                             f"intercept_scaling={intercept_scaling}")
         kw = dict(method_params)
         if tol is not None:
             kw["tol"] = tol

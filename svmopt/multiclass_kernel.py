@@ -17,9 +17,7 @@ listed first (LIBSVM's rule).
 """
 from __future__ import annotations
 
-import dataclasses
-import time
-import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,60 +32,76 @@ from .losses import hinge
 from .operators import DenseOperator
 from .problem import Problem
 from .regularizers import l2
-from .result import SolverError, Status, warn_convergence
+from .result import Result, SolverError, Status, warn_convergence
 from .solvers._base import Method
 from .solvers.alfpgm import alfpgm
 
-__all__ = ["solve_ovo", "OvOModel"]
+__all__ = ["solve_ovo", "OvOModel", "class_pairs"]
 
 
-@dataclasses.dataclass
-class OvOModel:
-    """A trained one-vs-one model.
+@jax.tree_util.register_pytree_node_class
+@dataclass(repr=False)
+class OvOModel(Result):
+    """A trained one-vs-one model: a ``Result`` with a leading pair axis.
 
     classes          (k,) sorted labels
-    pairs            (P, 2) class positions (i, j), i < j; problem p votes classes[i] if f_p > 0
+    pairs            (P, 2) class positions (i, j), i < j, P = k(k-1)/2 in LIBSVM's order;
+                     pair p votes classes[i] when f_p(x) > 0, else classes[j]
     kernel           the kernel
     support_vectors  rows of X that are a support vector of at least one pair (n_sv, d)
-    support          their row indices in X
-    dual_coef        (n_sv, P) alpha * y of each support vector in each pair (0 where not in it)
-    intercept        (P,) b of each pair;  f_p(x) = sum_s K(x, sv_s) dual_coef[s, p] + b_p
-    status, iterations, dual_objective, primal_objective   (P,) per pair
-    timings          {"compile", "run"} seconds (all batches)
+    dual_coef        (P, n_sv) alpha * y of each support vector in each pair (0 where not in it)
+    b                (P,) intercept of each pair;  f_p(x) = sum_s K(x, sv_s) dual_coef[p, s] + b_p
+    primal_objective, dual_objective, gap, status, iterations   (P,) per pair
+    extras["support"]  the support vectors' row indices in X
+    timings          {"compile", "run"} seconds (all pairs)
     """
 
-    classes: np.ndarray
-    pairs: np.ndarray
-    kernel: Kernel
-    support_vectors: Any
-    support: np.ndarray
-    dual_coef: np.ndarray
-    intercept: np.ndarray
-    status: np.ndarray
-    iterations: np.ndarray
-    dual_objective: np.ndarray
-    primal_objective: np.ndarray
-    timings: dict
+    pairs: Any = None
 
     @property
-    def converged(self) -> bool:
-        return bool(np.all(self.status == Status.CONVERGED))
+    def intercept(self):
+        return np.asarray(self.b)
+
+    @property
+    def support(self):
+        return self.extras.get("support")
 
     def decision_function(self, X):
         """(n, P) pairwise decision values."""
-        return predict_kernel(self.kernel, self.support_vectors, self.dual_coef, X) + self.intercept
+        return predict_kernel(self.kernel, self.support_vectors, np.asarray(self.dual_coef).T, X) + self.intercept
 
     def predict(self, X):
-        f = self.decision_function(X)
-        k = self.classes.size
+        f = np.asarray(self.decision_function(X))
+        if np.isnan(f).any():
+            row = int(np.argwhere(np.isnan(f))[0][0])
+            raise ValueError(f"the decision value of row {row} is NaN (NaN or inf in X?): no label to give")
+        pairs = np.asarray(self.pairs)
+        winner = np.where(f > 0, pairs[:, 0], pairs[:, 1])  # (n, P) class positions
+        k = np.asarray(self.classes).size
         votes = np.zeros((f.shape[0], k), np.int64)
-        rows = np.arange(f.shape[0])
-        for p, (i, j) in enumerate(self.pairs):
-            np.add.at(votes, (rows, np.where(f[:, p] > 0, i, j)), 1)
-        return self.classes[np.argmax(votes, axis=1)]  # first maximum: the class listed first
+        np.add.at(votes, (np.arange(f.shape[0])[:, None], winner), 1)
+        return np.asarray(self.classes)[np.argmax(votes, axis=1)]  # first maximum: the class listed first
 
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+    @property
+    def message(self) -> str:
+        st = np.asarray(self.status)
+        if np.all(st == Status.CONVERGED):
+            return f"all {st.size} one-vs-one problems converged"
+        c = np.asarray(self.classes)
+        bad = [f"{c[i]!r}/{c[j]!r}: {Status(int(code)).name}" for (i, j), code in zip(np.asarray(self.pairs), st)
+               if code != Status.CONVERGED]
+        return f"{len(bad)} pair(s) did not converge ({'; '.join(bad[:5])}{'; ...' if len(bad) > 5 else ''})"
+
+    def __repr__(self) -> str:
+        st = np.asarray(self.status)
+        return (f"OvOModel(method={self.method}, C={self.C}, kernel={self.kernel!r}, classes={len(self.classes)}, "
+                f"pairs={st.size}, converged={int(np.sum(st == Status.CONVERGED))}/{st.size}, "
+                f"support_vectors={np.shape(self.support_vectors)[0]})")
+
+
+def class_pairs(k: int) -> np.ndarray:
+    """(k(k-1)/2, 2) pairs (i, j), i < j, in LIBSVM's order."""
+    return np.array([(i, j) for i in range(k) for j in range(i + 1, k)], dtype=np.int64).reshape(-1, 2)
 
 
 def _problem(X, y, s, C, kernel, dt) -> Problem:
@@ -158,7 +172,7 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
         raise ValueError("dtype=float64 needs jax_enable_x64")
 
     k = classes.size
-    pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)])
+    pairs = class_pairs(k)
     members = [np.flatnonzero(y == c) for c in classes]
     rows = [np.concatenate([members[i], members[j]]) for i, j in pairs]
     rows = [np.sort(r) for r in rows]  # the data's own order within each problem
@@ -191,25 +205,24 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
                                     mode=batch, devices=devices, verbose=verbose,
                                     labels=[f"{classes[i]!r}/{classes[j]!r}" for i, j in pairs])
 
-    # support vectors: union over pairs, one coefficient column per pair
+    # support vectors: union over pairs, one coefficient row per pair
     alpha = np.asarray(out.extras["alpha"])  # (P, n_max)
     sv_rows = np.unique(np.concatenate([r[alpha[p, :r.size] > 0] for p, r in enumerate(rows)]))
     pos = np.full(X.shape[0], -1)
     pos[sv_rows] = np.arange(sv_rows.size)
-    coef = np.zeros((sv_rows.size, P))
+    coef = np.zeros((P, sv_rows.size))
     for p, r in enumerate(rows):
         a = alpha[p, :r.size]
         on = a > 0
-        coef[pos[r[on]], p] = a[on] * Ys[p, :r.size][on]
-    status = np.asarray(out.status).astype(int)
-    model = OvOModel(classes=classes, pairs=pairs, kernel=kernel, support_vectors=X[sv_rows], support=sv_rows,
-                     dual_coef=coef, intercept=np.asarray(out.b, float), status=status,
-                     iterations=np.asarray(out.iterations), dual_objective=np.asarray(out.dual),
-                     primal_objective=np.asarray(out.primal), timings=timings)
+        coef[p, pos[r[on]]] = a[on] * Ys[p, :r.size][on]
+    primal, dual = np.asarray(out.primal), np.asarray(out.dual)
+    model = OvOModel(w=None, b=np.asarray(out.b, float), primal_objective=primal, dual_objective=dual,
+                     gap=primal - dual, status=np.asarray(out.status).astype(np.int32),
+                     iterations=np.asarray(out.iterations), method=method.name, loss=repr(hinge), C=C,
+                     classes=classes, timings=timings, extras={"support": sv_rows}, kernel=kernel,
+                     support_vectors=X[sv_rows], dual_coef=coef, tol=float(np.asarray(method.tol)), pairs=pairs)
     if not model.converged:
-        bad = [f"{classes[i]!r}/{classes[j]!r}: {Status(int(st)).name}" for (i, j), st in zip(pairs, status)
-               if st != Status.CONVERGED]
-        msg = f"{method.name} one-vs-one: {len(bad)} pair(s) did not converge ({'; '.join(bad[:5])})"
+        msg = f"{method.name} one-vs-one: {model.message}"
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=2)

@@ -170,12 +170,60 @@ def test_one_vs_one_float32_accuracy_matches_libsvm(name):
     model = solve_ovo(X, y, C=C, kernel=rbf(gamma=gamma), dtype=np.float32, batch="loop")
     assert model.converged
     k = np.unique(y).size
-    assert model.pairs.shape == (k * (k - 1) // 2, 2) and model.dual_coef.shape[1] == model.pairs.shape[0]
+    assert model.pairs.shape == (k * (k - 1) // 2, 2) and model.dual_coef.shape == (model.pairs.shape[0], model.support.size)
     acc, acc_ref = model.score(Xte, yte), ref.score(Xte, yte)
     assert abs(acc - acc_ref) <= 0.005, (acc, acc_ref)
     assert np.mean(model.predict(Xte) == ref.predict(Xte)) >= 0.99
     # the support vectors of all pairs are those of LIBSVM's one-vs-one model (within 2%)
     assert abs(model.support.size - ref.support_.size) <= max(2, 0.02 * ref.support_.size)
+
+
+def test_one_vs_one_from_estimator_model_file_cli_and_vmap(tmp_path, capsys):
+    """One-vs-one reached from SVMClassifier (its kernel default), solve_multiclass, a model file
+    and svmopt-train --kernel: the same model as solve_ovo (whose accuracy test_one_vs_one_* checks
+    against LIBSVM). The vmapped batch (the accelerator path, here on CPU, decomposition with
+    working sets of 16) reaches the same pair optima."""
+    from svmopt.cli import predict_main, train_main
+    from svmopt.estimators import SVMClassifier
+    from svmopt.model_io import load_model, save_model
+    from svmopt.multiclass import solve_multiclass
+    from svmopt.multiclass_kernel import OvOModel
+
+    C, gamma = OVO["pendigits"]
+    X, y = load("pendigits", 16)
+    X, y = class_subsample(X.toarray(), y, 30)
+    Xte, yte = load("pendigits.t", 16)
+    Xte, yte = Xte.toarray()[:2000], yte[:2000]
+    ref = solve_ovo(X, y, C=C, kernel=rbf(gamma=gamma), dtype=np.float32, batch="loop")
+    pred = ref.predict(Xte)
+
+    clf = SVMClassifier(kernel="rbf", gamma=gamma, C=C, method="alfpgm", dtype="float32").fit(X, y)
+    assert isinstance(clf.result_, OvOModel) and clf.result_.converged
+    assert clf.dual_coef_.shape == (45, clf.support_vectors_.shape[0]) and clf.intercept_.shape == (45,)
+    assert clf.decision_function(Xte).shape == (2000, 45)
+    np.testing.assert_array_equal(clf.predict(Xte), pred)
+    mc = solve_multiclass(X, y, strategy="ovo", method=alfpgm, C=C, kernel=rbf(gamma=gamma), dtype="float32")
+    np.testing.assert_array_equal(mc.predict(Xte), pred)
+
+    m = load_model(save_model(clf, tmp_path / "ovo.model"))
+    assert isinstance(m, OvOModel) and m.extras["header"]["kind"] == "ovo"
+    np.testing.assert_array_equal(m.pairs, ref.pairs)
+    np.testing.assert_array_equal(m.decision_function(Xte), clf.decision_function(Xte))
+
+    svmopt.dump_svmlight(X, y, tmp_path / "train.txt")
+    svmopt.dump_svmlight(Xte, yte, tmp_path / "test.txt")
+    assert train_main(["--kernel", "rbf", "--gamma", repr(gamma), "-c", repr(C), "--progress", "0",
+                       str(tmp_path / "train.txt"), str(tmp_path / "cli.model")]) == 0
+    out = capsys.readouterr().out
+    assert "one-vs-one over 45 pairs" in out and "all 45 one-vs-one problems converged" in out
+    assert predict_main([str(tmp_path / "test.txt"), str(tmp_path / "cli.model"), str(tmp_path / "o.txt")]) == 0
+    assert f"({int(np.sum(pred == yte))}/2000)" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "o.txt"), pred)
+
+    vm = solve_ovo(X, y, C=C, kernel=rbf(gamma=gamma), dtype=np.float32, batch="vmap", whole=0, pairs=8)
+    assert vm.converged and np.all(vm.iterations > 1)  # several working sets per pair
+    np.testing.assert_allclose(vm.dual_objective, ref.dual_objective, rtol=2e-4)
+    assert np.mean(vm.predict(Xte) == pred) >= 0.995
 
 
 @pytest.mark.slow
@@ -188,6 +236,78 @@ def test_one_vs_one_full_accuracy_matches_libsvm(name):
     model = solve_ovo(X, y, C=C, kernel=rbf(gamma=gamma), dtype=np.float32)
     assert model.converged
     assert abs(model.score(Xte, yte) - ref.score(Xte.toarray(), yte)) <= 0.005
+
+
+# ---------------------------------------------------------------------- the sub-problem and the decomposition
+def test_smo_subproblem_reaches_the_qp_optimum():
+    """subproblem_smo on a working-set QP built from real kernel rows (heart_scale, float64,
+    some alphas already at a bound) against scipy's SLSQP on the same QP."""
+    from scipy.optimize import minimize
+
+    from svmopt.solvers.alfpgm import subproblem_smo
+
+    X, y = load("heart_scale", 13)
+    X, y = X.toarray()[:40], y[:40]
+    K = rbf_np(X, X, 0.1)
+    rng = np.random.default_rng(0)
+    c = np.full(40, 1.0)
+    a0 = np.where(rng.random(40) < 0.3, c, 0.0)  # start at bounds, y^T a0 != 0 is kept by SMO
+    g0 = (y[:, None] * y[None, :] * K) @ a0 - 1.0
+    valid = np.ones(40, bool)
+    valid[:3] = False  # masked entries never move
+
+    a, steps, q = jax.jit(subproblem_smo, static_argnums=7)(*map(jnp.asarray, (K, y, a0, c, g0, valid)),
+                                                            jnp.asarray(1e-10), 100_000)
+    a, q = np.asarray(a), np.asarray(q)
+    Q = y[:, None] * y[None, :] * K
+
+    def f(v):
+        return 0.5 * v @ Q @ v - v.sum()
+
+    bounds = [(a0[i], a0[i]) if not valid[i] else (0.0, 1.0) for i in range(40)]
+    ref = minimize(f, a0, jac=lambda v: Q @ v - 1.0, method="SLSQP", bounds=bounds, options=dict(ftol=1e-14, maxiter=1000),
+                   constraints=[dict(type="eq", fun=lambda v: y @ (v - a0), jac=lambda v: y)])
+    assert ref.success
+    assert np.all(a[~valid] == a0[~valid]) and abs(y @ (a - a0)) <= 1e-12 and a.min() >= 0 and a.max() <= 1
+    assert f(a) <= ref.fun + 1e-9 * abs(ref.fun)  # at least as good as SLSQP
+    assert abs(f(a) - ref.fun) <= 1e-7 * abs(ref.fun)
+    np.testing.assert_allclose(q, -y * (Q @ a - 1.0), atol=1e-9)  # its own q is -y G at its answer
+    assert 0 < int(steps) < 100_000
+
+
+def test_decomposition_with_tiny_working_sets_and_evictions_matches_libsvm():
+    """diabetes_scale (576 rows, float64): working sets of 16 and a cache of 22 rows (evictions
+    every step) against SVC at tol 1e-8; the same problem on the whole matrix agrees too."""
+    X, y = load("diabetes_scale", 8)
+    X = X.toarray()[:576]
+    y = y[:576]
+    ref, D_ref = reference(X, y, 1.0, 0.5, tol=1e-8)
+    small = svmopt.solve(X, y, method=alfpgm(whole=0, pairs=8, cache_size=0.1), C=1.0, kernel=rbf(gamma=0.5),
+                         tol=1e-8, dtype=np.float64)
+    assert small.status == Status.CONVERGED and int(small.extras["working_set"]) == 16
+    assert int(small.extras["cache_rows"]) == 22 and int(small.extras["cache_misses"]) > 576  # rows came back
+    D = float(small.dual_objective)
+    assert abs(D - D_ref) <= 1e-7 * abs(D_ref), (D, D_ref)
+    assert float(small.relative_gap) <= 1e-8
+    whole = svmopt.solve(X, y, method=alfpgm, C=1.0, kernel=rbf(gamma=0.5), tol=1e-8, dtype=np.float64)
+    assert int(whole.extras["working_set"]) == 576 and whole.iterations <= 8  # one per viol_tol / 10
+    assert abs(float(whole.dual_objective) - D_ref) <= 1e-7 * abs(D_ref)
+    # the decision function is unique at the optimum (alpha need not be): both agree with SVC's
+    for r in (small, whole):
+        np.testing.assert_allclose(r.decision_function(X), ref.decision_function(X), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_paper_inner_solver_matches_libsvm():
+    """inner='alfpgm' (the paper's augmented Lagrangian + FPGM sub-problems); fast sibling:
+    test_decomposition_with_tiny_working_sets_and_evictions_matches_libsvm (SMO inside B)."""
+    X, y = load("diabetes_scale", 8)
+    X, y = X.toarray()[:576], y[:576]
+    ref, D_ref = reference(X, y, 1.0, 0.5, tol=1e-8)
+    r = svmopt.solve(X, y, method=alfpgm(whole=0, pairs=32, inner="alfpgm"), C=1.0, kernel=rbf(gamma=0.5),
+                     tol=1e-7, dtype=np.float64)
+    assert r.status == Status.CONVERGED and int(r.extras["inner_iterations"]) > 0
+    assert abs(float(r.dual_objective) - D_ref) <= 1e-6 * abs(D_ref)
 
 
 # ---------------------------------------------------------------------- the row cache
@@ -248,13 +368,12 @@ def test_top_k_and_projection_match_references():
     rng = np.random.default_rng(3)
     V = rng.standard_normal((8, 150))
     V[rng.random(V.shape) < 0.3] = -np.inf
-    V[rng.random(V.shape) < 0.3] = 0.5  # ties
-    V = jnp.asarray(V)
+    V[rng.random(V.shape) < 0.3] = 0.5  # ties: the cache's LRU order relies on "ties by index"
     for k in (1, 37, 150):
-        ref = jax.vmap(lambda v: lax.top_k(v, k))(V)
-        ours = jax.jit(jax.vmap(lambda v: top_k(v, k)))(V)
-        assert np.array_equal(np.asarray(ref[1]), np.asarray(ours[1]))
-        assert np.array_equal(np.asarray(ref[0]), np.asarray(ours[0]))
+        vals, idx = jax.jit(lambda v: top_k(v, k))(jnp.asarray(V))
+        ref = np.argsort(-V, axis=1, kind="stable")[:, :k]
+        assert np.array_equal(np.asarray(idx), ref)
+        assert np.array_equal(np.asarray(vals), np.take_along_axis(V, ref, axis=1))
     # projection onto {y^T d = 0, lo <= d <= hi}: feasible and no farther than a feasible competitor
     m = 40
     yb = np.sign(rng.standard_normal(m))
@@ -319,8 +438,8 @@ def test_bad_input_errors_clearly():
         svmopt.solve(X, y, method=alfpgm, kernel=k, cache_size=0.001)
     with pytest.raises(ValueError, match="pairs"):
         svmopt.solve(X, y, method=alfpgm, kernel=k, pairs=0)
-    with pytest.raises(ValueError, match="cache_policy"):
-        svmopt.solve(X, y, method=alfpgm, kernel=k, cache_policy="mru")
+    with pytest.raises(ValueError, match="inner"):
+        svmopt.solve(X, y, method=alfpgm, kernel=k, inner="newton")
     Xa, ya = load("a9a", 123)  # 11% dense: stays sparse, densified by the solver within a budget
     with pytest.raises(ValueError, match="dense_budget"):
         svmopt.solve(Xa[:4000], ya[:4000], method=alfpgm, kernel=k, dense_budget=1.0)

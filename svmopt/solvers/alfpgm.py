@@ -1,4 +1,4 @@
-"""AL-FPGM: decomposition with p-pair working sets for the kernel SVM dual (Aregbesola & Griva, 2022).
+"""AL-FPGM: decomposition with large working sets for the kernel SVM dual (Aregbesola & Griva, 2022).
 
 The dual of eq. (1), with per-sample bounds C_i = C s_i (sample weights) and Q_ij = y_i y_j K(x_i, x_j):
 
@@ -6,25 +6,26 @@ The dual of eq. (1), with per-sample bounds C_i = C s_i (sample weights) and Q_i
 
 The gradient G = Q alpha - e of the full problem is kept for all n rows and updated from the
 kernel rows of the working set only. With q_t = -y_t G_t (the paper's q_t(alpha)), one driver
-step is one working set (Algorithm 1):
+step is one working set B of ``ws`` = 2 ``pairs`` indices (Algorithm 1):
 
-  1. pWSS (Section 3). Eligible indices: not excluded by the MinMaxLimiter (3.2): a change
-     below ``delta_alpha`` the last time in B, ``min_alpha_opt`` uses and at a bound, or
-     ``max_alpha_opt`` uses. The i's are the p largest q over I_up (eq. 14); the j
-     candidates the ``min_alpha_check`` smallest q over I_low (3.3); the i's, larger q first,
-     get distinct candidates minimising -b_it^2 / a_it (eq. 15, a <= 0 replaced by ``tau``).
-     When no violating pair is left among the eligible ones, the exclusions are reset
-     (so the limiter only reorders work, it never stops the solve early).
-  2. Sub-problem on B (eq. 3-6), written in the step d = alpha_B - alpha_B^old:
-         min 1/2 d^T Q_BB d + G_B^T d,  y_B^T d = 0,  -alpha_B <= d <= C_B - alpha_B,
-     solved by the augmented Lagrangian (eq. 7-9, penalty ``mu``) whose inner problem on
-     the box is a fast (accelerated, restarted) projected gradient method with step 1/L,
-     L = lambda_1(Q_BB) (power iterations) + |B| mu (eq. 16). Inner stop nu < eps_k
-     (eq. 10-11), outer stop max(nu, |g|) < eps_k with eps_k = min(eps, eps_scale * viol).
-     The answer is projected exactly onto {y_B^T d = 0} within the box, and the SMO step of
-     the first (WSS2nd) pair is the fall-back when it is not better: every step decreases
-     the objective at least as much as an SMO step on that pair would (convergence as SMO's).
-  3. alpha_B += d, G += Q_{:,B} d (kernel rows of B from the bounded row cache).
+  1. Selection. B keeps the half selected by the previous step (their kernel rows are cached,
+     and keeping them damps the zig-zag of fresh working sets; ThunderSVM's FIFO rule) and adds
+     a new half: the largest q over I_up and the smallest q over I_low (eq. 14, first order),
+     outside the kept half, each only when it violates against the other side. The size is
+     adaptive: ``ws`` is lowered to what the row cache holds and to n.
+  2. Sub-problem on B (eq. 3-6), in alpha_B with the rest fixed:
+         min 1/2 d^T Q_BB d + G_B^T d,  y_B^T d = 0,  -alpha_B <= d <= C_B - alpha_B.
+     ``inner="smo"`` (default): SMO steps inside B (second-order pair, LIBSVM's WSS2 on the
+     |B| x |B| block, one product) until max_{B up} q - min_{B low} q < max(eps_scale * viol,
+     viol_tol / 2). The steps cost O(|B|) each and do not depend on the conditioning of Q_BB.
+     ``inner="alfpgm"``: the paper's augmented Lagrangian (eq. 7-9, penalty ``mu``) whose inner
+     problem on the box is a fast (accelerated, restarted) projected gradient method with
+     step 1/L, L = lambda_1(Q_BB) (power iterations) + |B| mu (eq. 16), inner stop nu < eps_k
+     (eq. 10-11), eps_k = min(eps, eps_scale * viol); the answer is projected onto
+     {y_B^T d = 0} in the box, and one SMO step is the fall-back when it is not better. Its
+     iteration count grows with the condition number of Q_BB.
+  3. alpha_B += d, G += Q_{:,B} d: one (|B|) x (|B|, n) product with the rows of B, which come
+     from the bounded row cache (a miss computes its rows as one matrix product per chunk).
 
 Stop (``check``): LIBSVM's m(alpha) - M(alpha) <= viol_tol with m = max_{I_up} q, M = min_{I_low} q
 (viol_tol = 1e-3 like LIBSVM's -e); no decrease in ``patience`` steps -> STALLED. The driver then
@@ -34,13 +35,20 @@ b = -rho with rho from the free support vectors (LIBSVM's calculate_rho).
 
 Result: b, primal 1/2 alpha^T Q alpha + sum_i C_i hinge(y_i f_i) and dual e^T alpha - 1/2 alpha^T Q alpha,
 both from alpha and the maintained G (f_i = y_i (G_i + 1) + b), extras "alpha", "rho", "violation" and
-counters (cache hits/misses/rows, inner iterations, limiter resets, SMO fall-backs). ``w`` is
-X^T (alpha * y) for the linear kernel (kernel=None) and a zero-length array for other kernels,
-whose model is ``support_vectors``, ``dual_coef`` and ``b`` (set by ``svmopt.solve``).
+counters (cache hits/misses/rows, inner iterations, working-set size). ``w`` is X^T (alpha * y) for
+the linear kernel (kernel=None) and a zero-length array for other kernels, whose model is
+``support_vectors``, ``dual_coef`` and ``b`` (set by ``svmopt.solve``).
 
-Kernel rows are computed in blocks on demand (``svmopt.kernels.kernel_rows``) and kept in a
-bounded cache of ``cache_size`` MB (``svmopt.kernel_cache``); nothing n x n is formed unless
-the budget holds all n rows. Sparse X is densified once (n * d must fit ``dense_budget`` MB).
+Small problems (n <= ``whole`` rows, and the n x n kernel matrix within ``cache_size``) skip the
+decomposition: the matrix is computed once (one matrix product) and a step runs SMO
+over all rows to the violation viol_tol (LIBSVM with a cache holding every row), the gradient
+coming from SMO's own updates. This is what one-vs-one's many small pair problems run.
+
+Nothing in a step leaves the device: selection, cache lookups, kernel rows (matrix products),
+the sub-problem and the update are one traced program per working set, and the driver runs
+many working sets per call. Kernel rows are kept in a bounded cache of ``cache_size`` MB
+(``svmopt.kernel_cache``); nothing n x n is formed unless the budget holds all n rows. Sparse
+X is densified once (n * d must fit ``dense_budget`` MB).
 """
 from __future__ import annotations
 
@@ -52,11 +60,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..kernel_cache import cache_rows, fetch, init_cache, top_k
-from ..kernels import kernel_diag, kernel_rows, linear
+from ..kernels import kernel_rows, linear
 from ..operators import DenseOperator
 from ..problem import Problem
 from ..result import Status
-from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
+from ._base import DUAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
     stall_update, static
 
 RUNNING = -1
@@ -65,68 +73,64 @@ RUNNING = -1
 class ALFPGMState(NamedTuple):
     alpha: Any
     G: Any  # Q alpha - e for all rows
-    kdiag: Any
-    count: Any  # MinMaxLimiter: times in a working set
-    frozen: Any
-    cache: Any
+    keep: Any  # (ws/2,) the half of B selected last step (kept in the next B)
+    keep_ok: Any  # (ws/2,) which of them are real entries
+    cache: Any  # KernelCache (decomposition) or None
+    K: Any  # the whole kernel matrix (n, n) for small problems, else None
     viol: Any  # m(alpha) - M(alpha)
     best: Any
     since: Any
     inner: Any
-    resets: Any
-    smo: Any
     viol_tol: Any  # tightened by the driver's certificate
     X: Any  # densified sparse X, else None
 
-__all__ = ["ALFPGM", "alfpgm", "calculate_rho", "solve_subproblem", "project_hyperplane_box"]
+
+__all__ = ["ALFPGM", "alfpgm", "calculate_rho", "subproblem_smo", "solve_subproblem", "project_hyperplane_box"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ALFPGM(Method):
-    """AL-FPGM with pWSS. Parameters (paper defaults where the paper gives one):
+    """Decomposition for the kernel SVM dual (AL-FPGM's framework). Parameters:
 
-    pairs           p, pairs per working set (|B| = 2p; paper: 50-100; 64, see
-                    bench/results/design-notes.md, AL-FPGM, for this and the defaults below)
-    mu              augmented-Lagrangian penalty (paper 0.1)
-    eps             sub-problem accuracy on nu and |g| (paper 1e-2); eps_k = min(eps, eps_scale * viol)
-    eps_scale       ties the sub-problem accuracy to the current violation m(alpha) - M(alpha):
-                    with the paper's fixed eps the sub-problems stop at once near the end and
-                    the SMO fall-back does most of the work
+    pairs           |B| = 2 pairs indices per working set, lowered to the cache's rows and to n
+                    (paper: 50-100 pairs for its AL-FPGM sub-problems; ThunderSVM: |B| = 512-1024
+                    with SMO inside B). 256 by measurement (bench/results/design-notes.md, AL-FPGM)
+    inner           sub-problem solver: "smo" (default) or "alfpgm" (the paper's, eq. 7-11, 16)
+    eps_scale       the sub-problem stops when its own violation is below eps_scale x the
+                    global one (ThunderSVM: 0.1); for "alfpgm" eps_k = min(eps, eps_scale * viol)
     tol             relative duality gap certified at the end (1e-3)
     viol_tol        working-set stop m(alpha) - M(alpha) <= viol_tol (LIBSVM -e, 1e-3)
-    delta_alpha, min_alpha_opt, max_alpha_opt   MinMaxLimiter (paper 1e-6, 5, 20)
-    min_alpha_check number of j candidates (smallest q over I_low) searched by eq. 15; 0 = all
-                    (all: several times slower, no fewer steps that matter)
-    tau             replaces a_ij <= 0 in eq. 15 (LIBSVM's TAU)
+    max_inner       cap of SMO steps (or FPGM iterations) per working set
+    mu, eps, max_outer, power_iters   inner="alfpgm" only: penalty (paper 0.1), accuracy
+                    (paper 1e-2), augmented-Lagrangian iterations, power iterations (eq. 16)
+    tau             replaces a_ij <= 0 in the second-order rule (LIBSVM's TAU)
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
-    cache_policy    "lru+demote" (LRU, but rows of limiter-excluded indices are evicted first:
-                    fewer misses than "lru") or "lru"
-    row_chunk       kernel rows computed per block on a cache miss
+    whole           problems of at most this many rows whose kernel matrix fits ``cache_size`` are
+                    solved on the whole matrix (no working sets; see above); 0: never. 2048 by
+                    measurement (bench/results/design-notes.md, AL-FPGM)
+    row_chunk       kernel rows computed per matrix product on cache misses; 0 (default): 64 on
+                    CPU (blocks that stay in cache ran fastest), |B| / 2 on accelerators (the new
+                    half of B in one product)
     col_block       columns per block inside ``kernel_rows``
-    power_iters     power iterations for lambda_1(Q_BB) (eq. 16)
-    max_inner, max_outer   caps of the FPGM and augmented-Lagrangian loops per working set
     patience        steps without a decrease of the objective before STALLED
     dense_budget    MB allowed for densifying a sparse X (kernel rows need dense rows)
     """
 
-    pairs: int = static(64)
-    mu: float = 0.1
-    eps: float = 1e-2
-    eps_scale: float = 0.03
+    pairs: int = static(256)
+    inner: str = static("smo")
+    eps_scale: float = 0.1
     tol: float = 1e-3
     viol_tol: float = 1e-3
-    delta_alpha: float = 1e-6
-    min_alpha_opt: int = 5
-    max_alpha_opt: int = 20
-    min_alpha_check: int = static(512)
+    max_inner: int = 10_000
+    mu: float = 0.1
+    eps: float = 1e-2
+    max_outer: int = 30
+    power_iters: int = static(10)
     tau: float = 1e-12
     cache_size: float = static(200.0)
-    cache_policy: str = static("lru+demote")
-    row_chunk: int = static(16)
+    whole: int = static(2048)
+    row_chunk: int = static(0)
     col_block: int = static(65536)
-    power_iters: int = static(10)
-    max_inner: int = 300
-    max_outer: int = 30
     patience: int = 200
     dense_budget: float = static(2048.0)
 
@@ -142,20 +146,21 @@ class ALFPGM(Method):
         require(pb.reg.is_l2, f"alfpgm solves l2-regularized problems only, got reg={pb.reg!r}")
         require(pb.fit_intercept, "alfpgm solves the dual with the intercept (y^T alpha = 0); "
                                   "fit_intercept=False / intercept_scaling are not supported")
-        for k in ("pairs", "row_chunk", "col_block", "power_iters"):
+        for k in ("pairs", "col_block", "power_iters"):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"alfpgm {k} must be a positive integer, got {v!r}")
-        check_positive(self, "min_alpha_opt", "max_alpha_opt", "max_inner", "max_outer", "patience", integer=True)
+        if not (isinstance(self.whole, int) and self.whole >= 0):
+            raise ValueError(f"alfpgm whole must be an integer >= 0 (0: never), got {self.whole!r}")
+        if not (isinstance(self.row_chunk, int) and self.row_chunk >= 0):
+            raise ValueError(f"alfpgm row_chunk must be an integer >= 0 (0: by backend), got {self.row_chunk!r}")
+        if self.inner not in ("smo", "alfpgm"):
+            raise ValueError(f"alfpgm inner must be 'smo' or 'alfpgm', got {self.inner!r}")
+        check_positive(self, "max_inner", "max_outer", "patience", integer=True)
         check_positive(self, "mu", "eps", "eps_scale", "viol_tol", "tau")
-        check_positive(self, "delta_alpha", allow_zero=True)
         for k in ("cache_size", "dense_budget"):
             if not getattr(self, k) > 0:
                 raise ValueError(f"alfpgm {k} must be > 0, got {getattr(self, k)!r}")
-        if not (isinstance(self.min_alpha_check, int) and self.min_alpha_check >= 0):
-            raise ValueError(f"alfpgm min_alpha_check must be an integer >= 0 (0 = all), got {self.min_alpha_check!r}")
-        if self.cache_policy not in ("lru", "lru+demote"):
-            raise ValueError(f"alfpgm cache_policy must be 'lru' or 'lru+demote', got {self.cache_policy!r}")
         n, d = pb.op.shape
         if n < 2:
             raise ValueError("alfpgm needs at least two samples")
@@ -164,28 +169,37 @@ class ALFPGM(Method):
             if mb > self.dense_budget:
                 raise ValueError(f"alfpgm needs dense rows of X for the kernel: {n} x {d} is {mb:.0f} MB, over "
                                  f"dense_budget={self.dense_budget:g} MB; raise dense_budget or reduce d")
-        self._sizes(pb)  # raises when the cache cannot hold one working set
+        self._sizes(pb)  # raises when the cache cannot hold a working set of 2 rows
 
     def default_max_iter(self, pb) -> int:
-        return max(10_000, 100 * pb.n // (2 * self._sizes(pb)[0]))
+        return max(10_000, 100 * pb.n // self._sizes(pb)[0])
 
     def _sizes(self, pb):
-        """Static sizes: (p, number of j candidates, cache rows)."""
+        """Static sizes: (working-set size ws (even), cache rows S)."""
         n = pb.n
-        p = max(1, min(self.pairs, n // 2))
-        mc = n if self.min_alpha_check == 0 else min(self.min_alpha_check, n)
-        S = cache_rows(n, jnp.dtype(pb.dtype).itemsize, self.cache_size, 2 * p)
-        return p, mc, S
+        S = cache_rows(n, jnp.dtype(pb.dtype).itemsize, self.cache_size, 2)
+        ws = max(2, min(2 * self.pairs, S, n) // 2 * 2)
+        return ws, S
+
+    def _whole(self, pb) -> bool:
+        """Static: solve on the whole kernel matrix (small problems whose matrix fits the budget)."""
+        return pb.n <= self.whole and self._sizes(pb)[1] >= pb.n
+
+    def _chunk(self, ws):
+        if self.row_chunk:
+            return min(self.row_chunk, ws)
+        return min(64, ws) if jax.default_backend() == "cpu" else ws // 2
 
     # ------------------------------------------------------------------ state
     def aux_template(self, pb):
         n, dt = pb.n, pb.dtype
-        return dict(G=jnp.zeros((n,), dt), count=jnp.zeros((n,), jnp.int32), frozen=jnp.zeros((n,), bool),
+        h = self._sizes(pb)[0] // 2
+        return dict(G=jnp.zeros((n,), dt), keep=jnp.zeros((h,), jnp.int32), keep_ok=jnp.zeros((h,), bool),
                     viol_tol=jnp.zeros((), dt))
 
     def init(self, pb: Problem, start: Start) -> ALFPGMState:
         n, dt = pb.n, pb.dtype
-        _, _, S = self._sizes(pb)
+        ws, S = self._sizes(pb)
         X = _dense_rows(pb)
         kern = _kernel(pb)
         # a dual warm start: alpha clipped to the box, then projected onto y^T alpha = 0
@@ -195,120 +209,95 @@ class ALFPGM(Method):
         resume = (start.level & RESUME) != 0
         warm = ((start.level & DUAL) != 0) & ~resume
 
-        def gradient():  # G = Q alpha - e in row blocks (never n x n)
-            return _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512) * pb.y - 1.0
-
-        G = lax.cond(warm, gradient, lambda: -jnp.ones((n,), dt))
+        # G = Q alpha - e: nothing to compute for a cold start (loops of zero trips, not conds:
+        # under vmap a cond runs both branches)
+        if self._whole(pb):
+            K = kern(X, X).astype(dt)
+            v = alpha * pb.y
+            G = lax.fori_loop(0, warm.astype(jnp.int32), lambda _, g: K @ v, jnp.zeros_like(v)) * pb.y - 1.0
+            cache = None
+        else:  # in row blocks (never n x n)
+            G = _kernel_matvec(kern, X, alpha * pb.y, self.col_block, 512, warm) * pb.y - 1.0
+            K, cache = None, init_cache(S, n, dt)
         aux = start.aux
         G = jnp.where(resume, aux["G"], G)
-        return ALFPGMState(alpha=alpha, G=G, kdiag=kernel_diag(kern, X).astype(dt),
-                           count=jnp.where(resume, aux["count"], 0), frozen=jnp.where(resume, aux["frozen"], False),
-                           cache=init_cache(S, n, dt), viol=jnp.asarray(jnp.inf, dt),
-                           best=jnp.asarray(jnp.inf, dt), since=jnp.asarray(0, jnp.int32),
-                           inner=jnp.zeros((), jnp.int32), resets=jnp.zeros((), jnp.int32),
-                           smo=jnp.zeros((), jnp.int32),
+        h = ws // 2
+        return ALFPGMState(alpha=alpha, G=G, keep=jnp.where(resume, aux["keep"], jnp.arange(h, dtype=jnp.int32)),
+                           keep_ok=resume & aux["keep_ok"], cache=cache, K=K,
+                           viol=jnp.asarray(jnp.inf, dt), best=jnp.asarray(jnp.inf, dt),
+                           since=jnp.asarray(0, jnp.int32), inner=jnp.zeros((), jnp.int32),
                            viol_tol=jnp.where(resume, aux["viol_tol"], jnp.asarray(self.viol_tol, dt)),
                            X=None if isinstance(pb.op, DenseOperator) else X)
 
     # ------------------------------------------------------------------ one working set
     def step(self, pb: Problem, st: ALFPGMState) -> ALFPGMState:
-        p, mc, _ = self._sizes(pb)
+        ws, _ = self._sizes(pb)
         n, dt = pb.n, pb.dtype
         X = st.X if st.X is not None else pb.op.X
         kern = _kernel(pb)
-        y, cs, kd = pb.y, pb.cs, st.kdiag
-        alpha, G, cache = st.alpha, st.G, st.cache
-        inf = jnp.asarray(jnp.inf, dt)
+        y, cs = pb.y, pb.cs
+        alpha, G = st.alpha, st.G
+
+        if st.K is not None:  # small problem: SMO over all rows on the whole matrix
+            alpha, steps, q = subproblem_smo(st.K, y, alpha, cs, G, cs > 0, st.viol_tol, self.max_inner, self.tau)
+            return self._advance(pb, st, alpha, -y * q, steps, st.keep, st.keep_ok, st.cache)
 
         def rows(ix):
             return kernel_rows(kern, X, ix, block=self.col_block).astype(dt)
 
-        # 1. pWSS: eligible indices (MinMaxLimiter), reset when they hold no violating pair
-        q = -y * G
-        up, low = _index_sets(y, alpha, cs)
-        viol = _extremes(q, up, low)
-        at_bound = (alpha <= 0) | (alpha >= cs)
-        count, frozen = st.count, st.frozen
-        elig = ~frozen & (count < self.max_alpha_opt) & ~((count >= self.min_alpha_opt) & at_bound)
-        m_r, M_r = _extremes(q, up & elig, low & elig, split=True)
-        reset = ~(m_r - M_r > st.viol_tol)
-        elig = elig | reset
-        frozen = frozen & ~reset
-        count = jnp.where(reset, 0, count)
-        M_r = jnp.where(reset, _extremes(q, up, low, split=True)[1], M_r)
-        demote = ~elig if self.cache_policy == "lru+demote" else None
+        # 1. B = the kept half + the most violating new indices (eq. 14), first order
+        B, vB, m, M = _select(y, alpha, G, cs, st.keep, st.keep_ok, ws)
+        KB, cache = fetch(st.cache, B, vB, rows, self._chunk(ws))  # (ws, n): one lookup
+        XB = X[B]
+        KBB = kern(XB, XB).astype(dt)  # (ws, ws): a product; gathering KB's columns is slower on CPU
+        yB, aB, cB, gB = y[B], alpha[B], cs[B], G[B]
+        viol = m - M
+        eps_k = jnp.maximum(self.eps_scale * viol, 0.5 * st.viol_tol)
 
-        # eq. 14 and 3.3 in one pass: the p largest q over I_up, the mc smallest over I_low
-        kk = max(p, mc)
-        cand = jnp.stack([jnp.where(up & elig, q, -inf), jnp.where(low & elig, -q, -inf)])
-        vals, idx = jax.vmap(lambda v: top_k(v, kk, coarse=True))(cand)
-        qi, I, qj, J = vals[0, :p], idx[0, :p], -vals[1, :mc], idx[1, :mc]  # q itself, not rounded
-        vi = qi > M_r  # an i is useful only if some j has a smaller q
-        # eq. 15 needs K(x_i, x_j) on the candidates only: a (p, mc) block, no full rows yet
-        KIJ = kern(X[I], X[J]).astype(dt)
-        a = kd[I][:, None] + kd[J][None, :] - 2.0 * KIJ
-        a = jnp.where(a > 0, a, self.tau)
-        bij = qi[:, None] - qj[None, :]
-        score = jnp.where(vi[:, None] & (bij > 0), -bij * bij / a, inf)
-        clash = jnp.any((J[None, :] == I[:, None]) & vi[:, None], axis=0)
-        score = jnp.where(clash[None, :], inf, score)
-        sel, vj = _assign(score)
-        Jp = J[sel]
+        # 2. the sub-problem on B
+        if self.inner == "smo":
+            new, steps, _ = subproblem_smo(KBB, yB, aB, cB, gB, vB, eps_k, self.max_inner, self.tau)
+        else:
+            new, steps = self._alfpgm_inner(KBB, yB, aB, cB, gB, vB, viol, y, alpha, G, cs)
 
-        # 2. the sub-problem on B in the step d (eq. 3-6), AL-FPGM (eq. 7-11, 16)
-        B = jnp.concatenate([I, Jp])
-        vB = jnp.concatenate([vi, vj])
-        KB, cache = fetch(cache, B, vB, rows, self.row_chunk, demote)  # rows of B: one cache lookup
-        yB = jnp.where(vB, y[B], 0.0)
-        H = (yB[:, None] * yB[None, :]) * KB[:, B]
-        aB, cB = alpha[B], cs[B]
+        # 3. update alpha and the gradient (one product with the rows of B)
+        dB = jnp.where(vB, new - aB, 0.0)
+        alpha = alpha.at[jnp.where(vB, B, n)].set(new, mode="drop")
+        G = G + y * ((yB * dB) @ KB)
+        h = ws // 2
+        return self._advance(pb, st, alpha, G, steps, B[h:], vB[h:], cache)
+
+    def _advance(self, pb, st, alpha, G, steps, keep, keep_ok, cache):
+        """The next state: violation, stall counter and counters from the new alpha and G."""
+        up, low = _index_sets(pb.y, alpha, pb.cs)
+        dual = 0.5 * jnp.sum(alpha * (1.0 - G))
+        best, since = stall_update(st.best, st.since, -dual, 0.0)
+        return st._replace(alpha=alpha, G=G, keep=keep, keep_ok=keep_ok, cache=cache,
+                           viol=_extremes(-pb.y * G, up, low), best=best, since=since,
+                           inner=st.inner + steps.astype(jnp.int32))
+
+    def _alfpgm_inner(self, KBB, yB, aB, cB, gB, vB, viol, y, alpha, G, cs):
+        """The paper's sub-problem solver (eq. 6-11, 16) on B, with one SMO step as the fall-back."""
+        dt = KBB.dtype
+        yv = jnp.where(vB, yB, 0.0)
+        H = (yv[:, None] * yv[None, :]) * KBB
         lo = jnp.where(vB, -aB, 0.0)
         hi = jnp.where(vB, cB - aB, 0.0)
-        g = jnp.where(vB, G[B], 0.0)
+        g = jnp.where(vB, gB, 0.0)
         eps_k = jnp.maximum(jnp.minimum(self.eps, self.eps_scale * viol), jnp.finfo(dt).eps)
         lam0 = calculate_rho(y, alpha, G, cs)  # the multiplier of y^T alpha = 0 is rho
-        d_al, n_inner, _ = solve_subproblem(H, g, yB, lo, hi, lam0, self.mu, eps_k, self.power_iters,
-                                         self.max_outer, self.max_inner)
-        d_al = project_hyperplane_box(d_al, yB, lo, hi)
-
-        # SMO step on the first (WSS2nd) pair: the fall-back that guarantees progress
-        ok = vi[0] & vj[0]
-        i1, j1 = I[0], Jp[0]
-        t_max = jnp.minimum(jnp.where(y[i1] > 0, cs[i1] - alpha[i1], alpha[i1]),
-                            jnp.where(y[j1] > 0, alpha[j1], cs[j1] - alpha[j1]))
-        a1 = kd[i1] + kd[j1] - 2.0 * KIJ[0, sel[0]]
-        t = jnp.where(ok, jnp.minimum((qi[0] - qj[sel[0]]) / jnp.where(a1 > 0, a1, self.tau), t_max), 0.0)
-        d_smo = jnp.zeros_like(d_al).at[0].set(y[i1] * t).at[p].set(-y[j1] * t)
+        d_al, n_inner, _ = solve_subproblem(H, g, yv, lo, hi, lam0, self.mu, eps_k, self.power_iters,
+                                            self.max_outer, self.max_inner)
+        d_al = project_hyperplane_box(d_al, yv, lo, hi)
+        smo, _, _ = subproblem_smo(KBB, yB, aB, cB, gB, vB, jnp.zeros((), dt), 1, self.tau)
+        d_smo = jnp.where(vB, smo - aB, 0.0)
 
         def quad(d):
             return 0.5 * jnp.vdot(d, H @ d) + jnp.vdot(g, d)
 
-        use_smo = quad(d_smo) < quad(d_al)
-        d = jnp.where(use_smo, d_smo, d_al)
-
-        # 3. update alpha (exactly onto the bounds it reaches) and the gradient
-        def snap(d):
-            return jnp.where(d >= hi, cB, jnp.where(d <= lo, 0.0, aB + d))
-
-        new = snap(d)
-        dB = jnp.where(vB, new - aB, 0.0)
-        tgt = jnp.where(vB, B, n)
-        alpha = alpha.at[tgt].set(new, mode="drop")
-        G = G + y * ((yB * dB) @ KB)
-
-        # MinMaxLimiter bookkeeping (3.2)
-        count = count.at[tgt].add(1, mode="drop")
-        # judged on the sub-problem's answer: an SMO fall-back step says nothing about the others
-        still = vB & (jnp.abs(snap(d_al) - aB) < self.delta_alpha)
-        frozen = frozen.at[jnp.where(still, B, n)].set(True, mode="drop")
-
-        up, low = _index_sets(y, alpha, cs)
-        dual = 0.5 * jnp.sum(alpha * (1.0 - G))
-        best, since = stall_update(st.best, st.since, -dual, 0.0)
-        return st._replace(alpha=alpha, G=G, count=count, frozen=frozen, cache=cache,
-                           viol=_extremes(-y * G, up, low), best=best, since=since,
-                           inner=st.inner + n_inner.astype(jnp.int32), resets=st.resets + reset.astype(jnp.int32),
-                           smo=st.smo + use_smo.astype(jnp.int32))
+        d = jnp.where(quad(d_smo) < quad(d_al), d_smo, d_al)
+        new = jnp.where(d >= hi, cB, jnp.where(d <= lo, 0.0, aB + d))  # exactly onto the bounds it reaches
+        return new, n_inner
 
     def check(self, pb, st: ALFPGMState):
         return jnp.where(st.viol <= st.viol_tol, Status.CONVERGED,
@@ -325,10 +314,14 @@ class ALFPGM(Method):
             w = pb.op.rmatvec(alpha * y)
         else:  # kernel model: w lives in feature space; zero-length placeholder
             w = jnp.zeros((0,), pb.dtype)
-        c = st.cache
-        extras = {"rho": rho, "violation": st.viol, "cache_hits": c.hits,
-                  "cache_misses": c.misses, "cache_rows": jnp.asarray(c.rows.shape[0]),
-                  "inner_iterations": st.inner, "resets": st.resets, "smo_steps": st.smo}
+        if st.K is None:
+            c = st.cache
+            rows = dict(cache_hits=c.hits, cache_misses=c.misses, cache_rows=jnp.asarray(c.rows.shape[0]),
+                        working_set=jnp.asarray(2 * st.keep.shape[0]))
+        else:  # the whole matrix: every row computed once, every row in the one working set
+            n = jnp.asarray(pb.n, jnp.int32)
+            rows = dict(cache_hits=jnp.zeros((), jnp.int32), cache_misses=n, cache_rows=n, working_set=n)
+        extras = {"rho": rho, "violation": st.viol, **rows, "inner_iterations": st.inner}
         return Iterate(w, -rho, alpha, extras)
 
     def own_objectives(self, pb) -> bool:
@@ -344,7 +337,7 @@ class ALFPGM(Method):
         return primal, dual, alpha
 
     def carry(self, pb, st: ALFPGMState) -> Start:
-        aux = dict(G=st.G, count=st.count, frozen=st.frozen, viol_tol=st.viol_tol)
+        aux = dict(G=st.G, keep=st.keep, keep_ok=st.keep_ok, viol_tol=st.viol_tol)
         return Start(jnp.zeros((pb.d,), pb.dtype), jnp.zeros((), pb.dtype), st.alpha,
                      jnp.asarray(DUAL, jnp.int32), aux)
 
@@ -359,10 +352,10 @@ def _dense_rows(pb: Problem):
     return pb.op.dense()
 
 
-def _kernel_matvec(kern, X, v, col_block, row_block):
-    """K(X, X) v in blocks of ``row_block`` rows (memory row_block x n)."""
+def _kernel_matvec(kern, X, v, col_block, row_block, active=True):
+    """K(X, X) v in blocks of ``row_block`` rows (memory row_block x n); zeros unless ``active``."""
     n = X.shape[0]
-    nb = -(-n // row_block)
+    nb = jnp.where(active, -(-n // row_block), 0)
 
     def body(i, out):
         s = jnp.minimum(i * row_block, n - row_block) if n >= row_block else 0
@@ -404,32 +397,77 @@ def calculate_rho(y, alpha, G, cs):
     return jnp.where(nfree > 0, jnp.sum(jnp.where(free, yG, 0.0)) / jnp.maximum(nfree, 1), mid).astype(G.dtype)
 
 
-def _assign(score):
-    """Distinct candidates for the rows of ``score`` (p, mc), lower row = higher priority.
+def _select(y, alpha, G, cs, keep, keep_ok, ws):
+    """The working set B (ws,) = [kept half, new half] and its mask; also m and M (Section 3).
 
-    Parallel greedy: every unassigned row proposes its best free candidate, each candidate
-    goes to the highest-priority row proposing it, repeat until nothing changes (a few
-    rounds; the sequential greedy of pWSS needs p dependent argmins). Returns (sel, ok).
+    The new half: the largest q over I_up (eq. 14) and the smallest over I_low, outside the kept
+    half, each taken only when it violates (q_i > M, resp. q_j < m); an index found on both
+    sides (a free alpha) is taken once. Entries not taken are masked (their index is arbitrary).
     """
-    p, mc = score.shape
-    rank = jnp.arange(p, dtype=jnp.int32)
+    n = y.shape[0]
+    h = ws // 2
+    hu = (h + 1) // 2
+    q = -y * G
+    up, low = _index_sets(y, alpha, cs)
+    m, M = _extremes(q, up, low, split=True)
+    kept = jnp.zeros((n,), bool).at[jnp.where(keep_ok, keep, n)].set(True, mode="drop")
+    inf = jnp.asarray(jnp.inf, G.dtype)
+    cand = jnp.stack([jnp.where(up & ~kept, q, -inf), jnp.where(low & ~kept, -q, -inf)])
+    vals, idx = top_k(cand, hu)  # both rows at once
+    I, J = idx[0], idx[1, :h - hu]
+    vi = (vals[0] > -inf) & (q[I] > M)
+    vj = (vals[1, :h - hu] > -inf) & (q[J] < m) & ~jnp.any((J[:, None] == I[None, :]) & vi[None, :], axis=1)
+    return jnp.concatenate([keep, I, J]), jnp.concatenate([keep_ok, vi, vj]), m, M
 
-    def cond(c):
-        return c[3]
 
-    def body(c):
-        taken, sel, ok, _ = c
-        s = jnp.where(taken[None, :] | ok[:, None], jnp.inf, score)
-        j = jnp.argmin(s, axis=1).astype(jnp.int32)
-        prop = jnp.take_along_axis(s, j[:, None], axis=1)[:, 0] < jnp.inf
-        claim = jnp.full((mc,), p, jnp.int32).at[jnp.where(prop, j, mc)].min(rank, mode="drop")
-        win = prop & (claim[j] == rank)
-        taken = taken.at[jnp.where(win, j, mc)].set(True, mode="drop")
-        return taken, jnp.where(win, j, sel), ok | win, jnp.any(win)
+def subproblem_smo(K, yB, a, c, g, valid, eps, max_steps, tau=1e-12):
+    """SMO on the working set: min over a of the dual restricted to B, the other alphas fixed.
 
-    init = (jnp.zeros((mc,), bool), jnp.zeros((p,), jnp.int32), jnp.zeros((p,), bool), jnp.asarray(True))
-    _, sel, ok, _ = lax.while_loop(cond, body, init)
-    return sel, ok
+    K (m, m) kernel block of B, yB (m,) labels, a (m,) alpha_B, c (m,) bounds C_i, g (m,) the
+    gradient G_B at a, valid (m,) mask (other entries never move). Each step takes i = argmax q
+    over B's I_up and j by the second-order rule (LIBSVM's WSS2) over B's I_low, and the exact
+    step on the pair, clipped to the box (the bound it reaches is set exactly). Stops when
+    max_{up} q - min_{low} q <= eps or after ``max_steps``. Returns (a, steps, q = -yB * G_B).
+    """
+    m = a.shape[0]
+    kd = jnp.diagonal(K)
+    iota = lax.iota(jnp.int32, m)
+    inf = jnp.asarray(jnp.inf, g.dtype)
+    ypos = yB > 0
+
+    def at(v, t):  # v[t] for an index known to be in range (no negative-index fix-up)
+        return lax.dynamic_index_in_dim(v, t, 0, keepdims=False)
+
+    def cond(s):
+        return (s[0] < max_steps) & (s[3] > eps)
+
+    def body(s):
+        k, a, q, _ = s
+        up = valid & jnp.where(ypos, a < c, a > 0)
+        low = valid & jnp.where(ypos, a > 0, a < c)
+        qu = jnp.where(up, q, -inf)
+        i = jnp.argmax(qu).astype(jnp.int32)
+        m_up = at(qu, i)
+        Ki = at(K, i)
+        b = m_up - q
+        aa = at(kd, i) + kd - 2.0 * Ki
+        aa = jnp.where(aa > 0, aa, tau)
+        score = jnp.where(low & (b > 0), b * b / aa, -inf)  # WSS2: the largest decrease b^2 / a
+        j = jnp.argmax(score).astype(jnp.int32)
+        gap = m_up - jnp.min(jnp.where(low, q, inf))
+        ai, aj, ci, cj, pi, pj = at(a, i), at(a, j), at(c, i), at(c, j), at(ypos, i), at(ypos, j)
+        room_i = jnp.where(pi, ci - ai, ai)
+        room_j = jnp.where(pj, aj, cj - aj)
+        go = (at(score, j) > -inf) & (gap > eps)
+        t = jnp.where(go, jnp.minimum(at(b, j) / at(aa, j), jnp.minimum(room_i, room_j)), 0.0)
+        ni = jnp.where(t >= room_i, jnp.where(pi, ci, 0.0), ai + jnp.where(pi, t, -t))
+        nj = jnp.where(t >= room_j, jnp.where(pj, 0.0, cj), aj - jnp.where(pj, t, -t))
+        a = jnp.where(iota == i, ni, jnp.where(iota == j, nj, a))
+        q = q - t * (Ki - at(K, j))  # q = -y G, G_B += t (y_i Q_Bi - y_j Q_Bj)
+        return k + 1, a, q, jnp.where(t > 0, gap, 0.0)
+
+    s = lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), a, -yB * g, inf))
+    return s[1], s[0], s[2]
 
 
 def _kkt_violation(d, gr, lo, hi):
@@ -520,4 +558,4 @@ def project_hyperplane_box(x, yb, lo, hi):
 
 
 alfpgm = ALFPGM()
-"""AL-FPGM (Aregbesola & Griva 2022) for the kernel SVM dual, with its defaults."""
+"""Decomposition for the kernel SVM dual (AL-FPGM's framework, SMO inside working sets), with its defaults."""
