@@ -12,13 +12,14 @@ from . import _cache
 from ._cache import disable_compilation_cache, enable_compilation_cache
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
-from . import estimators, model_io, multiclass, ranking
+from . import estimators, hyper, model_io, multiclass, ranking
 from .estimators import SVMClassifier
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability
 from .operators import as_operator
-from .result import ConvergenceWarning, Result, SolverError, Status
+from .sharding import ShardedOperator, shard_rows
+from .result import Result, SolverError, Status
 from .solve import solve
 from .path import path
 from .driver import compile_count
@@ -26,6 +27,20 @@ from .driver import compile_count
 __version__ = "0.1.0"
 
 _cache._auto()
+
+
+ConvergenceWarning: type  # served by __getattr__ below (the annotation names it for documentation tools)
+"""The warning a solve that ends without a certified answer emits (``svmopt.result.ConvergenceWarning``);
+a subclass of ``sklearn.exceptions.ConvergenceWarning`` too when scikit-learn is installed."""
+
+
+def __getattr__(name):
+    # ConvergenceWarning subclasses scikit-learn's when scikit-learn is installed; resolving it
+    # on first use keeps scikit-learn's import (~0.8 s) out of ``import svmopt``
+    if name == "ConvergenceWarning":
+        from .result import public_convergence_warning
+        return public_convergence_warning()
+    raise AttributeError(f"module 'svmopt' has no attribute {name!r}")
 
 __all__ = [
     "solve",
@@ -48,8 +63,11 @@ __all__ = [
     "load_svmlight",
     "dump_svmlight",
     "as_operator",
+    "shard_rows",
+    "ShardedOperator",
     "losses",
     "regularizers",
     "smoothing",
     "solvers",
+    "hyper",
 ]

@@ -45,6 +45,7 @@ def enable_compilation_cache(path=None) -> Path | None:
 
 
 def disable_compilation_cache() -> None:
+    """Stop keeping compiled programs on disk (JAX's setting, for the whole process)."""
     jax.config.update("jax_compilation_cache_dir", None)
     _ours["dir"] = None
 

@@ -1,19 +1,42 @@
-"""Command line in the spirit of LIBLINEAR's ``train`` / ``predict``.
+"""Command line that a LIBLINEAR user can use as they use ``train`` / ``predict``.
 
     svmopt-train [options] data_file [model_file]
     svmopt-predict [-q] test_file model_file output_file
 
-``train`` reads a LIBSVM file (.xz/.bz2/.gz read as such), fits the Section-1
-problem (two labels: one binary solve; more: one-vs-rest, one vmapped solve) and
-writes a model file (``svmopt.model_io``; default name: the data file's name without
-a compression suffix, plus ".model"). Progress goes to stdout: a line per stage
-and, for binary problems, the objective every ``--progress`` iterations.
-``predict`` writes one label per line and prints ``Accuracy = 84.9951% (13838/16281)``
-as LIBLINEAR does; features beyond the model's are ignored, as LIBLINEAR does.
+LIBLINEAR's options mean what they mean there:
 
-Differences from LIBLINEAR: ``-s`` takes a loss (hinge, squared_hinge, a p >= 1 for
-the Lp hinge), not a solver number; the intercept is free (unregularized) unless
-``-B s`` asks for LIBLINEAR's bias feature (``-B -1``: no intercept).
+  -s type   LIBLINEAR's solver type, the problem and its algorithm (table ``LIBLINEAR`` below):
+            0 L2R_LR and 2 L2R_L2LOSS_SVC run ``svmopt.solvers.newton`` (primal Newton) when
+            it is installed; 1 and 3 run ``dual_cd`` (LIBLINEAR's dual coordinate descent);
+            5 and 6 (l1-regularized) run ``alm`` on the same problem. Types svmopt lacks
+            (4, 7, 11-13, 21) stop with an error naming what solves that problem here.
+            With -s the intercept follows LIBLINEAR: none unless -B.
+  -c cost   C (default 1)
+  -e eps    stopping tolerance: for dual_cd (-s 1, -s 3) LIBLINEAR's own rule
+            max PG - min PG < eps (default 0.1), after which the duality gap is still
+            certified to --tol; for other methods the relative duality gap itself
+  -B bias   bias > 0: LIBLINEAR's bias feature (b regularized); -B -1: no intercept
+  -R        with -B 1: do not regularize the bias (a free intercept, LIBLINEAR's -R)
+  -wi w     weight w on the C of class i (LIBLINEAR's -wi; repeatable)
+  -v n      n-fold cross validation: prints "Cross Validation Accuracy = ...%" (no model)
+  -C        search C by cross validation on a warm-started path (``svmopt.path``), from
+            -c (or LIBLINEAR's data-based start) doubling up to 1024; prints one
+            "log2c= ... rate= ..." line per C and "Best C = ...  CV accuracy = ...%" (no model)
+  -q        quiet
+
+svmopt's own choices are long options: --loss (hinge, squared_hinge, logistic,
+least_squares or p >= 1 for the Lp hinge, e.g. --loss 1.5), --reg, --method, --tol,
+--max-iter, --dtype, --kernel rbf --gamma G (kernel SVM; one-vs-one for more classes),
+--devices, --progress, --model-format svmopt|liblinear. Without -s and --loss the problem
+is LIBLINEAR's default one (squared hinge, l2: that of -s 1) solved by svmopt's default
+method with a free (unregularized) intercept.
+
+Progress goes to stdout (a line about every second, or every ``--progress K``
+iterations, per class for one-vs-rest, per fold for -v, per C for -C). ``--model-format
+liblinear`` writes LIBLINEAR's text model, which LIBLINEAR's ``predict`` reads;
+``svmopt-predict`` reads both formats. ``predict`` writes one label per line and prints
+``Accuracy = 84.9951% (13838/16281)`` as LIBLINEAR does; features beyond the model's are
+ignored, as LIBLINEAR does.
 
 Both entry points take ``argv`` and return an exit code (0 ok, 1 error, 2 usage), so
 they can be called in-process; errors print one readable line on stderr.
@@ -21,7 +44,11 @@ they can be called in-process; errors print one readable line on stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
+import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -31,24 +58,63 @@ import numpy as np
 
 import jax
 
-from .estimators import resolve_loss, resolve_method, resolve_reg
-from .io import LibsvmFormatError, load_svmlight
+from .estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from .io import LibsvmFormatError, is_liblinear_model, load_liblinear_model, load_svmlight, save_liblinear_model
+from .io.liblinear_model import SOLVER_TYPES
 from .model_io import load_model, save_model
 from .multiclass import solve_multiclass
+from .path import path as solve_path
 from .result import SolverError, Status
 from .solve import solve
 
-__all__ = ["train_main", "predict_main"]
+__all__ = ["train_main", "predict_main", "LIBLINEAR"]
 
 _COMPRESSED = (".xz", ".lzma", ".bz2", ".gz")
+
+
+@dataclasses.dataclass(frozen=True)
+class LiblinearType:
+    """What LIBLINEAR's ``-s number`` is in svmopt: the problem (loss, reg) and the method."""
+
+    number: int
+    name: str
+    loss: str
+    reg: str
+    method: str
+    note: str = ""
+
+
+LIBLINEAR = {
+    0: LiblinearType(0, "L2R_LR", "logistic", "l2", "newton", "primal Newton"),
+    1: LiblinearType(1, "L2R_L2LOSS_SVC_DUAL", "squared_hinge", "l2", "dual_cd", "dual coordinate descent"),
+    2: LiblinearType(2, "L2R_L2LOSS_SVC", "squared_hinge", "l2", "newton", "primal Newton"),
+    3: LiblinearType(3, "L2R_L1LOSS_SVC_DUAL", "hinge", "l2", "dual_cd", "dual coordinate descent"),
+    5: LiblinearType(5, "L1R_L2LOSS_SVC", "squared_hinge", "l1", "alm",
+                     "same problem; LIBLINEAR uses primal coordinate descent"),
+    6: LiblinearType(6, "L1R_LR", "logistic", "l1", "alm", "same problem; LIBLINEAR uses newGLMNET"),
+}
+"""LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
+# ... and those it lacks, with what to use instead
+_MISSING = {
+    4: "Crammer and Singer's multiclass SVM is not in svmopt; one-vs-rest with -s 1 or -s 3 "
+       "(LIBLINEAR's other multiclass mode) is",
+    7: "dual coordinate descent for logistic regression is not in svmopt; the same problem is "
+       "-s 0 (primal Newton) or --loss logistic (method alm)",
+    11: "support vector regression is not in svmopt (it trains classifiers)",
+    12: "support vector regression is not in svmopt (it trains classifiers)",
+    13: "support vector regression is not in svmopt (it trains classifiers)",
+    21: "the one-class SVM is not in svmopt",
+}
+_NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
+                        2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
 
 
 class _Usage(Exception):
     pass
 
 
-def _parser(prog, description):
-    p = argparse.ArgumentParser(prog=prog, description=description,
+def _parser(prog, description, usage=None):
+    p = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, usage=usage,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
 
     def error(message):  # raise instead of exiting: the caller turns it into exit code 2
@@ -58,30 +124,58 @@ def _parser(prog, description):
     return p
 
 
+def _solver_help():
+    lines = [f"  {k:2d} {t.name:<20} {t.loss}, {t.reg}: {t.method} ({t.note})" for k, t in LIBLINEAR.items()]
+    lines += [f"  {k:2d} {SOLVER_TYPES[k]:<20} not in svmopt" for k in _MISSING]
+    return ("LIBLINEAR solver types (-s):\n" + "\n".join(lines)
+            + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i.")
+
+
 def _train_parser():
-    p = _parser("svmopt-train", "Train an SVM on a LIBSVM-format file and write a model file.")
+    p = _parser("svmopt-train", "Train an SVM on a LIBSVM-format file and write a model file.\n\n" + _solver_help(),
+                usage="svmopt-train [options] data_file [model_file]   (--help lists the options)")
     p.add_argument("data_file")
     p.add_argument("model_file", nargs="?", help="default: <data file name>.model in the current directory")
-    p.add_argument("-s", "--loss", default="hinge",
-                   help="hinge (default), squared_hinge, least_squares, logistic, or a number p >= 1 (Lp hinge)")
-    p.add_argument("-r", "--reg", default="l2", help="regularizer: l2 (default) or l1")
-    p.add_argument("-m", "--method", default="alm", help="solver name (default alm)")
-    p.add_argument("-c", dest="C", type=float, default=1.0, help="cost C > 0 (default 1)")
-    p.add_argument("-B", dest="bias", type=float, default=None,
-                   help="s > 0: LIBLINEAR's bias feature of value s (regularized intercept); "
-                        "s <= 0: no intercept; default: a free intercept")
-    p.add_argument("-e", dest="tol", type=float, default=None, help="stopping tolerance (default: the method's)")
-    p.add_argument("--max-iter", type=int, default=None, help="iteration cap (default: the method's)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--n-features", type=int, default=None, help="number of features (default: largest index)")
-    p.add_argument("--progress", type=int, default=100, metavar="K",
-                   help="print the objective every K iterations (binary problems; 0: off; default 100)")
-    p.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
+    g = p.add_argument_group("LIBLINEAR's options")
+    g.add_argument("-s", dest="solver_type", type=int, default=None, metavar="type",
+                   help="LIBLINEAR solver type (see above; default: svmopt's choice, see --loss and --method)")
+    g.add_argument("-c", dest="C", type=float, default=None, metavar="cost", help="C > 0 (default 1)")
+    g.add_argument("-e", dest="eps", type=float, default=None, metavar="epsilon",
+                   help="stopping tolerance (dual_cd: LIBLINEAR's max PG - min PG, default 0.1; "
+                        "other methods: the relative duality gap, default the method's)")
+    g.add_argument("-B", dest="bias", type=float, default=None, metavar="bias",
+                   help="> 0: LIBLINEAR's bias feature of this value (regularized intercept); <= 0: no intercept; "
+                        "default: none with -s, else a free intercept")
+    g.add_argument("-R", dest="free_bias", action="store_true", help="with -B 1: do not regularize the bias")
+    g.add_argument("-v", dest="folds", type=int, default=None, metavar="n", help="n-fold cross validation")
+    g.add_argument("-C", dest="find_C", action="store_true", help="find the best C by cross validation")
+    g.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
+    o = p.add_argument_group("svmopt's options")
+    o.add_argument("--loss", default=None,
+                   help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge)")
+    o.add_argument("--reg", default=None, help="l2 (default) or l1")
+    o.add_argument("--method", default=None, help="solver name (default: svmopt's default method)")
+    o.add_argument("--tol", type=float, default=None, help="relative duality gap to certify (default: the method's)")
+    o.add_argument("--max-iter", type=int, default=None, help="iteration cap (default: the method's)")
+    o.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    o.add_argument("--n-features", type=int, default=None, help="number of features (default: largest index)")
+    o.add_argument("--kernel", default=None, help="linear, rbf, polynomial or sigmoid: a kernel SVM")
+    o.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' (default) or 'auto'")
+    o.add_argument("--degree", type=int, default=3, help="polynomial kernel degree (default 3)")
+    o.add_argument("--coef0", type=float, default=0.0, help="polynomial / sigmoid kernel coef0 (default 0)")
+    o.add_argument("--devices", default=None, metavar="N",
+                   help="spread one-vs-rest / one-vs-one problems over N local devices (or 'all')")
+    o.add_argument("--progress", type=int, default=None, metavar="K",
+                   help="a progress line every K iterations (default: about every second; 0: off)")
+    o.add_argument("--seed", type=int, default=1, help="seed of the cross-validation folds (default 1)")
+    o.add_argument("--model-format", choices=("svmopt", "liblinear"), default="svmopt",
+                   help="svmopt (.npz, default) or liblinear (LIBLINEAR's text format)")
     return p
 
 
 def _predict_parser():
-    p = _parser("svmopt-predict", "Predict the labels of a LIBSVM-format file with a model from svmopt-train.")
+    p = _parser("svmopt-predict", "Predict the labels of a LIBSVM-format file with a model from svmopt-train "
+                                  "or LIBLINEAR's train (either format is recognised).")
     p.add_argument("test_file")
     p.add_argument("model_file")
     p.add_argument("output_file")
@@ -133,6 +227,144 @@ def predict_main(argv=None) -> int:
     return _run(_predict, sys.argv[1:] if argv is None else list(argv), "svmopt-predict")
 
 
+# --------------------------------------------------------------------------- options
+
+_WEIGHT = re.compile(r"^-w(.+)$")
+
+
+def _split_weights(argv):
+    """LIBLINEAR's ``-wi weight`` pairs (the label is glued to the flag), taken out of argv."""
+    rest, weights = [], []
+    it = iter(argv)
+    for a in it:
+        m = _WEIGHT.match(a)
+        if not m:
+            rest.append(a)
+            continue
+        try:
+            label = float(m.group(1))
+            value = float(next(it))
+        except StopIteration:
+            raise _Usage(f"svmopt-train: error: {a} needs a weight (LIBLINEAR's -wi weight)") from None
+        except ValueError:
+            raise _Usage(f"svmopt-train: error: {a}: -wi takes a class label i and a number "
+                         "(e.g. -w1 2.5)") from None
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{a} {value:g}: a class weight must be > 0")
+        weights.append((label, value))
+    return rest, weights
+
+
+@dataclasses.dataclass
+class _Plan:
+    """The training problem the options describe."""
+
+    loss: object
+    reg: object
+    method: object  # a Method, or None for svmopt's default
+    kw: dict  # C, tol, intercept, dtype, max_iter, method parameters
+    intercept: str
+    liblinear_type: LiblinearType | None
+    reg_name: str
+
+
+def _method_named(name, s=None):
+    if name == "newton" and importlib.util.find_spec("svmopt.solvers.newton") is None:
+        raise ValueError(f"LIBLINEAR -s {s} ({SOLVER_TYPES[s]}) is primal Newton, and svmopt.solvers.newton is "
+                         f"not in this installation; the same problem: {_NEWTON_ALTERNATIVES[s]}")
+    return resolve_method(name)
+
+
+def _plan(args) -> _Plan:
+    lt = None
+    if args.solver_type is not None:
+        s = args.solver_type
+        if s in _MISSING:
+            raise ValueError(f"LIBLINEAR -s {s} ({SOLVER_TYPES[s]}): {_MISSING[s]}")
+        if s not in LIBLINEAR:
+            raise ValueError(f"unknown solver type -s {s}; LIBLINEAR's are "
+                             f"{', '.join(map(str, sorted(SOLVER_TYPES)))} (see --help)")
+        clash = [o for o, v in (("--loss", args.loss), ("--reg", args.reg), ("--method", args.method)) if v]
+        if clash:
+            raise ValueError(f"-s {s} sets the loss, the regularizer and the method; drop {', '.join(clash)} "
+                             "or drop -s")
+        if args.kernel:
+            raise ValueError("-s picks a linear LIBLINEAR solver; a kernel SVM takes --kernel without -s")
+        lt = LIBLINEAR[s]
+        loss, reg_name, method = resolve_loss(lt.loss), lt.reg, _method_named(lt.method, s)
+    else:
+        loss = resolve_loss(args.loss or "squared_hinge")
+        reg_name = args.reg or "l2"
+        method = resolve_method(args.method) if args.method else None
+    reg = resolve_reg(reg_name)
+    C = 1.0 if args.C is None else args.C
+    if not C > 0:
+        raise ValueError(f"-c must be > 0, got {C:g}")
+    kw = dict(loss=loss, reg=reg, C=C, dtype=args.dtype)
+    if args.max_iter is not None:
+        if args.max_iter < 1:
+            raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
+        kw["max_iter"] = args.max_iter
+    for flag, v in (("-e", args.eps), ("--tol", args.tol)):
+        if v is not None and not (0 < v):
+            raise ValueError(f"{flag} must be > 0, got {v:g}")
+    if args.tol is not None:
+        kw["tol"] = args.tol
+    if args.eps is not None:
+        name = method.name if method is not None else ""
+        has_eps = method is not None and "eps" in {f.name for f in dataclasses.fields(method)}
+        if name in ("dual_cd", "newton") and has_eps:
+            kw["eps"] = args.eps  # LIBLINEAR's own rule; the gap is still certified to tol
+        else:
+            kw.setdefault("tol", args.eps)
+    if method is not None:
+        kw["method"] = method
+    # the intercept: LIBLINEAR's -B (default -1 with -s), svmopt's free intercept otherwise
+    bias = args.bias if args.bias is not None else (-1.0 if lt is not None else None)
+    if args.free_bias and (bias is None or bias <= 0):
+        raise ValueError("-R (do not regularize the bias) needs -B 1, as in LIBLINEAR")
+    if args.free_bias and lt is not None and lt.method == "dual_cd":
+        raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6): the dual of -s {lt.number} "
+                         "cannot keep an unregularized bias")
+    if bias is None or args.free_bias:
+        intercept = "free intercept"
+    elif bias > 0:
+        kw["intercept_scaling"] = bias
+        intercept = f"bias feature {bias:g} (regularized)"
+    else:
+        kw["fit_intercept"] = False
+        intercept = "no intercept"
+    return _Plan(loss, reg, method, kw, intercept, lt, reg_name)
+
+
+def _devices(spec):
+    if spec is None:
+        return None
+    devs = jax.local_devices()
+    if str(spec).lower() == "all":
+        return devs
+    try:
+        n = int(spec)
+    except ValueError:
+        raise ValueError(f"--devices takes a count or 'all', got {spec!r}") from None
+    if not 1 <= n <= len(devs):
+        raise ValueError(f"--devices {n}: this process sees {len(devs)} device(s) ({devs[0].platform}); on a CPU, "
+                         "XLA_FLAGS=--xla_force_host_platform_device_count=N makes N")
+    return devs[:n]
+
+
+def _weights(pairs, y, say):
+    if not pairs:
+        return None
+    s = np.ones(y.shape[0])
+    for label, value in pairs:
+        hit = y == label
+        if not hit.any():  # LIBLINEAR warns and goes on
+            say(f"WARNING: class label {_label(label)} specified in weight is not found")
+        s[hit] *= value
+    return s
+
+
 # --------------------------------------------------------------------------- train
 
 
@@ -145,63 +377,113 @@ def _default_model_file(data_file) -> Path:
 
 
 def _train(argv) -> int:
+    argv, weight_pairs = _split_weights(argv)
     args = _train_parser().parse_args(argv)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
-    if not args.C > 0:
-        raise ValueError(f"-c must be > 0, got {args.C}")
-    if args.max_iter is not None and args.max_iter < 1:
-        raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
-    if args.tol is not None and not args.tol > 0:
-        raise ValueError(f"-e must be > 0, got {args.tol}")
-
+    if args.folds is not None and args.folds < 2:
+        raise ValueError("n-fold cross validation: n must >= 2")
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
-    loss, reg, method = resolve_loss(args.loss), resolve_reg(args.reg), resolve_method(args.method)
-    model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
-    _check_writable(model_file, "model")
+    plan = _plan(args)
+    devices = _devices(args.devices)
+    kernel_model = args.kernel is not None and args.kernel.strip().lower() != "linear"
+    if kernel_model and args.model_format == "liblinear":
+        raise ValueError("a kernel model has no LIBLINEAR form; use --model-format svmopt")
+    model_file = None
+    if args.folds is None and not args.find_C:
+        model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
+        _check_writable(model_file, "model")
 
     t0 = time.perf_counter()
     X, y = load_svmlight(args.data_file, n_features=args.n_features)
     classes = np.unique(y)
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
-
-    kw = dict(loss=loss, reg=reg, C=args.C, tol=args.tol, max_iter=args.max_iter, dtype=args.dtype)
-    if args.bias is None:
-        intercept = "free intercept"
-    elif args.bias > 0:
-        kw["intercept_scaling"] = args.bias
-        intercept = f"bias feature {args.bias:g}"
-    else:
-        kw["fit_intercept"] = False
-        intercept = "no intercept"
-    ovr = classes.size > 2
-    say(f"training {method.name}: loss {loss!r}, reg {reg!r}, C={args.C:g}, {intercept}, {args.dtype}"
-        + (f"; one-vs-rest over {classes.size} classes in one batched solve" if ovr else "")
-        + " (compiling first)")
-    if args.progress > 0 and not args.quiet:
+    if classes.size < 2:
+        raise ValueError(f"the data has only one class ({_label(classes[0])}); a classifier needs two")
+    if kernel_model and args.find_C:
+        raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
+    if kernel_model and classes.size > 2 and model_file is not None:
+        # TODO(merge with the kernel branch): its OvO training in _fit_kernel saves the model
+        raise ValueError(f"{classes.size} classes with --kernel train LIBSVM's one-vs-one model, which this "
+                         "version cannot save yet; -v n cross-validates it, and svmopt.solve_multiclass(..., "
+                         "strategy='ovo') trains it in Python")
+    kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
+    if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
+    what = (f"LIBLINEAR -s {plan.liblinear_type.number} ({plan.liblinear_type.name}): " if plan.liblinear_type
+            else "") + f"loss {plan.loss!r}, reg {plan.reg_name}, C={kw['C']:g}, {plan.intercept}, {args.dtype}"
+
+    if args.find_C:
+        return _find_C(args, X, y, classes, kw, what, say)
+    if args.folds is not None:
+        return _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say)
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = (solve_multiclass if ovr else solve)(X, y, method=method, **kw)
-    for w in caught:
-        if not args.quiet:
-            print(f"svmopt-train: warning: {w.message}", file=sys.stderr)
+        res, ovr = _fit(args, X, y, classes, kw, what, devices, kernel_model, say)
+    _warn(caught, args.quiet)
     say(_summary(res, ovr, time.perf_counter() - t0))
-    save_model(res, model_file)
-    say(f"model written to {model_file}")
+    _save(res, model_file, args, plan)
+    say(f"model written to {model_file} ({model_file.stat().st_size} bytes, {args.model_format} format)")
     return 0
+
+
+def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=True):
+    """One training run on (X, y): binary solve, one-vs-rest, or a kernel model."""
+    if kernel_model:
+        return _fit_kernel(args, X, y, classes, kw, devices, say, announce)
+    ovr = classes.size > 2
+    if announce:
+        say(f"training {what}"
+            + (f"; one-vs-rest over {classes.size} classes in one batched solve" if ovr else "")
+            + " (compiles on the first run, cached on disk afterwards)")
+    if ovr:
+        return solve_multiclass(X, y, devices=devices, **kw), True
+    return solve(X, y, **kw), False
+
+
+def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
+    """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes."""
+    gamma = args.gamma if args.gamma in ("scale", "auto") else float(args.gamma)
+    kernel = resolve_kernel(args.kernel, X, gamma=gamma, degree=args.degree, coef0=args.coef0)
+    kw = {k: v for k, v in kw.items() if k not in ("loss", "reg", "intercept_scaling", "fit_intercept")}
+    kw.setdefault("method", resolve_method("alfpgm"))
+    if announce:
+        say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {kw['method'].name}"
+            + (f"; one-vs-one over {classes.size} classes" if classes.size > 2 else ""))
+    if classes.size > 2:
+        return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
+    return solve(X, y, kernel=kernel, **kw), False
+
+
+def _warn(caught, quiet):
+    for w in caught:
+        if not quiet:
+            print(f"svmopt-train: warning: {w.message}", file=sys.stderr)
+
+
+def _save(res, model_file, args, plan):
+    if args.model_format == "svmopt":
+        save_model(res, model_file)
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_liblinear_model(res, model_file, reg=plan.reg_name,
+                             solver_type=plan.liblinear_type.name if plan.liblinear_type else None)
+    _warn(caught, args.quiet)
 
 
 def _summary(res, ovr, seconds) -> str:
     t = res.timings
     times = f"{seconds:.2f} s (compile {t.get('compile', 0):.2f} s, run {t.get('run', 0):.2f} s)"
+    if ovr == "ovo" or not hasattr(res, "status"):
+        return f"done in {times}"
     if not ovr:
-        return (f"{res.status.name.lower()} after {res.iterations} iterations: "
+        return (f"{res.method}: {res.status.name.lower()} after {res.iterations} iterations: "
                 f"primal {float(res.primal_objective):.6g}, relative gap {float(res.relative_gap):.3g}; {times}")
-    lines = [f"done in {times}; per class:"]
+    lines = [f"{res.method}: done in {times}; per class:"]
     for c, st, it, p, g in zip(res.classes, np.asarray(res.status), np.asarray(res.iterations),
                                np.asarray(res.primal_objective), np.asarray(res.relative_gap)):
         lines.append(f"  class {_label(c)}: {Status(int(st)).name.lower()} after {int(it)} iterations, "
@@ -209,18 +491,129 @@ def _summary(res, ovr, seconds) -> str:
     return "\n".join(lines)
 
 
-def _progress_printer(every):
-    """A verbose callback: one line per ``every`` iterations (per class for one-vs-rest)."""
-    last = {}
+def _progress_printer(every=None, prefix=""):
+    """A verbose callback: a line every ``every`` iterations, or about every second when None
+    (per class for one-vs-rest: the driver labels each problem)."""
+    last_k, last_t = {}, {}
 
     def show(info):
-        k, label = info["iteration"], info.get("label", "")
-        if k // every > last.get(label, -1):
-            last[label] = k // every
-            print(f"{label}iter {int(k):7d}  objective {info['objective']:.8g}  rel.gap {info['relative_gap']:.3g}"
-                  f"  {info['elapsed']:.2f} s", flush=True)
-    show.every = every  # the driver ends its chunks on these iterations
+        k, label, t = info["iteration"], info.get("label", ""), info["elapsed"]
+        if every:
+            due = k // every > last_k.get(label, -1)
+        else:
+            due = t - last_t.get(label, -math.inf) >= 1.0
+        if due:
+            last_k[label], last_t[label] = (k // every if every else k), t
+            print(f"{show.prefix}{label}iter {int(k):7d}  objective {info['objective']:.8g}  "
+                  f"rel.gap {info['relative_gap']:.3g}  {t:.2f} s", flush=True)
+    show.prefix = prefix
+    if every:
+        show.every = every  # the driver ends its chunks on these iterations
     return show
+
+
+# --------------------------------------------------------------------------- cross validation
+
+
+def _folds(n, k, seed):
+    """LIBLINEAR's folds: a random permutation cut into k consecutive parts."""
+    k = min(k, n)
+    perm = np.random.default_rng(seed).permutation(n)
+    return [perm[i * n // k:(i + 1) * n // k] for i in range(k)]
+
+
+def _train_rows(n, test):
+    keep = np.ones(n, bool)
+    keep[test] = False
+    return np.flatnonzero(keep)
+
+
+def _fold_kw(kw, rows, i, k):
+    out = dict(kw)
+    if kw.get("sample_weight") is not None:
+        out["sample_weight"] = kw["sample_weight"][rows]
+    if callable(kw.get("verbose")):
+        out["verbose"] = _progress_printer(getattr(kw["verbose"], "every", None), prefix=f"fold {i + 1}/{k} ")
+    return out
+
+
+def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -> int:
+    folds = _folds(X.shape[0], args.folds, args.seed)
+    k = len(folds)
+    if k < args.folds:
+        say(f"WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross validation)")
+    say(f"{k}-fold cross validation, training {what}")
+    pred = np.empty(y.shape[0], dtype=y.dtype)
+    t0 = time.perf_counter()
+    for i, test in enumerate(folds):
+        rows = _train_rows(X.shape[0], test)
+        ti = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res, _ = _fit(args, X[rows], y[rows], np.unique(y[rows]), _fold_kw(kw, rows, i, k), what, devices,
+                          kernel_model, say, announce=False)
+        _warn(caught, args.quiet)
+        pred[test] = res.predict(X[test])
+        acc = 100.0 * np.mean(pred[test] == y[test])
+        say(f"fold {i + 1}/{k}: {len(rows)} training rows, accuracy on {len(test)} held out {acc:.4g}% "
+            f"({time.perf_counter() - ti:.2f} s)")
+    say(f"cross validation done in {time.perf_counter() - t0:.2f} s")
+    # LIBLINEAR's line, printed even with -q (it is the result)
+    print("Cross Validation Accuracy = %g%%" % (100.0 * np.mean(pred == y)), flush=True)
+    return 0
+
+
+def _start_C(X, kw):
+    """LIBLINEAR's calc_start_C: 2^floor(log2(1 / (f l max ||x_i||^2))), f = 1 (logistic) or 2 (SVMs)."""
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    s = kw.get("intercept_scaling")
+    max_xx = float(sq.max()) + (s * s if s else 0.0)
+    f = 1.0 if repr(kw["loss"]).startswith("logistic") else 2.0
+    return 2.0 ** math.floor(math.log2(1.0 / (f * X.shape[0] * max(max_xx, 1e-300))))
+
+
+def _find_C(args, X, y, classes, kw, what, say) -> int:
+    """LIBLINEAR's -C: cross-validated accuracy along C = start, 2 start, ... <= 1024 (warm-started paths)."""
+    k = args.folds or 5
+    max_C = 1024.0
+    start = min(args.C if args.C is not None else _start_C(X, kw), max_C)
+    grid = start * 2.0 ** np.arange(int(math.floor(math.log2(max_C / start) + 1e-9)) + 1)
+    folds = _folds(X.shape[0], k, args.seed)
+    k = len(folds)
+    say(f"Doing parameter search with {k}-fold cross validation.")
+    say(f"training {what}; {grid.size} values of C on a warm-started path per fold"
+        + (f" and per class ({classes.size} one-vs-rest problems)" if classes.size > 2 else ""))
+    kw = {key: v for key, v in kw.items() if key != "C"}
+    correct = np.zeros(grid.size)
+    t0 = time.perf_counter()
+    for i, test in enumerate(folds):
+        rows = _train_rows(X.shape[0], test)
+        ti = time.perf_counter()
+        fkw = _fold_kw(kw, rows, i, k)
+        Xtr, ytr = X[rows], y[rows]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if classes.size == 2:
+                res = solve_path(Xtr, ytr, C=grid, **fkw)
+                pred = res.predict(X[test])  # (n_C, m)
+            else:  # one path per class, then the arg-max over classes at each C
+                scores = []
+                for c in classes:
+                    res = solve_path(Xtr, (ytr == c).astype(np.float64), C=grid, **fkw)
+                    scores.append(np.asarray(res.decision_function(X[test])))
+                pred = classes[np.argmax(np.stack(scores), axis=0)]
+        _warn(caught, args.quiet)
+        correct += np.sum(pred == y[test][None, :], axis=1)
+        say(f"fold {i + 1}/{k}: path over {grid.size} values of C in {time.perf_counter() - ti:.2f} s")
+    rate = correct / X.shape[0]
+    best = int(np.argmax(rate))  # the smallest C among the best, as LIBLINEAR keeps the first
+    for c, r in zip(grid, rate):
+        say("log2c=%7.2f\trate=%g" % (math.log2(c), 100.0 * r))
+    if grid[-1] * 2 > max_C:
+        say("WARNING: maximum C reached.")
+    say(f"parameter search done in {time.perf_counter() - t0:.2f} s")
+    print("Best C = %g  CV accuracy = %g%%" % (grid[best], 100.0 * rate[best]), flush=True)
+    return 0
 
 
 # --------------------------------------------------------------------------- predict
@@ -236,8 +629,12 @@ def _label(v) -> str:
 def _predict(argv) -> int:
     args = _predict_parser().parse_args(argv)
     _check_writable(Path(args.output_file), "predictions")
-    model = load_model(args.model_file)
-    d = int(model.extras["header"]["n_features"])
+    if is_liblinear_model(args.model_file):
+        model = load_liblinear_model(args.model_file)
+        d = int(np.shape(model.w)[-1])
+    else:
+        model = load_model(args.model_file)
+        d = int(model.extras["header"]["n_features"])
     X, y = load_svmlight(args.test_file)
     if X.shape[1] > d:  # features the model never saw carry no weight (LIBLINEAR ignores them)
         X = X[:, :d]

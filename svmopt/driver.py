@@ -35,6 +35,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual
 from .result import Status
@@ -43,6 +44,7 @@ from .solvers._base import COLD, Start
 __all__ = ["core", "summarize", "run", "run_batch", "cold_start", "Summary", "RUNNING", "compile_count"]
 
 RUNNING = -1
+"""The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
 log = logging.getLogger("svmopt")
 
 
@@ -167,7 +169,8 @@ def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
     finite = jnp.all(jnp.isfinite(it.w)) & jnp.isfinite(it.b) & jnp.isfinite(primal)
     status = final_status(code, primal, method.start_objective(pb), finite)
     # a CONVERGED code was certified in the loop; re-check on the reported numbers
-    ok = relative_gap(primal, dual) <= method.gap_tol() * (1 + 1e-6) + 4 * jnp.finfo(primal.dtype).eps
+    # (the loop certified with its own, equally valid, rounding: allow the rounding of one more pass)
+    ok = relative_gap(primal, dual) <= method.gap_tol() * (1 + 1e-6) + 64 * jnp.finfo(primal.dtype).eps
     status = jnp.where((status == Status.CONVERGED) & ~ok, Status.UNCERTIFIED, status).astype(jnp.int32)
     return Summary(it.w, it.b, primal, dual, gap, status, k, extras, method.carry(pb, st))
 
@@ -267,15 +270,24 @@ def _compile(name, fn, args, donate=()):
     return exe, dt
 
 
+def _with_shardings(shapes, exe):
+    """The shapes of ``exe``'s outputs with the shardings it produces (rows over devices stay there)."""
+    return jax.tree_util.tree_map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
+                                  exe.output_shardings)
+
+
 def _chunk_fn(method, pb, state, k, code, until):
     k, state, code = _loop(method, pb, state, k, code, until)
     return state, k, code
 
 
-def _chunk_summary_fn(method, pb, state, k, code, until, final, report):
+def _chunk_summary_fn(method, pb, state, k, code, until, final=None, report=None):
     """A chunk, and the summary when the run ends here (done, or k reached ``final``) or when
-    ``report`` asks for progress; otherwise a placeholder (a summary costs a certificate)."""
+    ``report`` asks for progress; otherwise a placeholder (a summary costs a certificate).
+    Without ``final`` and ``report`` (batches over lanes), always the summary."""
     k, state, code = _loop(method, pb, state, k, code, until)
+    if final is None or report is None:
+        return state, k, code, summarize(method, pb, state, k, code)
     need = report | (code != RUNNING) | (k >= final)
     full = lambda: summarize(method, pb, state, k, code)  # noqa: E731
     empty = lambda: jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(full))  # noqa: E731
@@ -308,13 +320,18 @@ class Progress:
         self.last_k = 0
         self.last_step = 1
 
-    def next_until(self, k, max_iter, per_iter):
+    def next_until(self, k, max_iter, per_iter, chunks=None):
         """The iteration the next chunk runs to: about TARGET seconds at the measured per-iteration
         time. The first chunk is one iteration (one iteration of a cutting plane or AL-FPGM on a
         large problem can take a second) and a chunk grows at most ``GROWTH``-fold over the last,
-        so a slow iteration after fast ones cannot make a chunk run far past TARGET."""
+        so a slow iteration after fast ones cannot make a chunk run far past TARGET.
+        ``chunks`` (the number of chunks run so far) replaces the timing rule by a fixed doubling
+        16, 32, ... 1024: several processes must run chunks of the same length (the collectives
+        inside must match), so no clock may decide it."""
         if self.history:
             step = self.record_every
+        elif chunks is not None:
+            step = min(16 << min(chunks, 6), 1024)
         else:
             step = 1 if per_iter is None else int(min(self.TARGET / max(per_iter, 1e-9), self.GROWTH * self.last_step))
             every = self.every()
@@ -378,7 +395,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     tc = 0.0
     init, dt = _compile("init", _init_fn, (method, pb, start))
     tc += dt
-    state_shape = jax.eval_shape(_init_fn, method, pb, start)
+    state_shape = _with_shardings(jax.eval_shape(_init_fn, method, pb, start), init)
     k, code = i32(0), i32(RUNNING)
     chunk_args = (method, pb, state_shape, k, code, i32(1))
     if history:
@@ -398,9 +415,10 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     if history:
         s = summ(method, pb, state, k, code)
         prog.report(0, s.primal, s.dual, elapsed)
-    per_iter, kk = None, 0
+    per_iter, kk, chunks = None, 0, 0
     while kk < max_iter and int(code) == RUNNING:
-        until = prog.next_until(kk, max_iter, per_iter)
+        until = prog.next_until(kk, max_iter, per_iter, chunks if jax.process_count() > 1 else None)
+        chunks += 1
         t1 = time.perf_counter()
         if history:
             state, k, code = chunk(method, pb, state, k, code, i32(until))
@@ -433,101 +451,200 @@ def _take(tree, axes, i):
                                   is_leaf=lambda x: x is None)
 
 
+def _row_sharded(pb) -> bool:
+    return getattr(pb.op, "mesh", None) is not None  # X's rows spread over devices (svmopt.sharding)
+
+
 def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: int, mode: str = "auto",
-              devices=None, verbose=False, labels=None):
+              devices=None, verbose=False, labels=None, history: bool = False, record_every: int = 1):
     """Solve ``size`` problems that differ in the leaves ``axes`` marks (e.g. y for one-vs-rest,
     C for a grid). ``starts`` is a batched Start (leading axis ``size``).
 
-    mode "loop": each problem is a lane of the one compiled (unbatched) program; lanes are
-         spread over ``devices`` (default: all local devices) and advance in chunks, so
-         on every device the next problem starts as soon as one finishes.
-    mode "vmap": problems run as one vmapped program; after each chunk the lanes that
-         finished leave and the batch shrinks (power-of-two sizes: few compiles), so a
-         slow problem does not make the others run as long as it.
+    mode "loop": each problem runs the one compiled unbatched program, in chunks, and leaves
+         as soon as it is done. One device: the problems run one after another (exactly a
+         loop of binary solves, minus the validation). Several devices (default: all local
+         ones): one lane per device, all lanes in one SPMD program (``shard_map`` over the
+         lanes: compiled once, and on CPU the only way the devices run at the same time); a
+         finished lane takes the next problem at the next chunk.
+    mode "vmap": problems run as one vmapped program on ``devices[0]``; after each chunk
+         the lanes that finished leave and the batch shrinks (power-of-two sizes: few
+         compiles), so a slow problem does not make the others run as long as it.
     mode "auto": "vmap" on accelerators when the method batches well, else "loop".
-    Returns (Summary with a leading batch axis, timings).
+    Rows of X sharded over devices (``svmopt.shard_rows``): every problem uses all of them,
+    one after another ("loop").
+    ``verbose`` reports each problem under its label; ``history`` records each problem's
+    iteration / objective / gap / time every ``record_every`` iterations (time: that
+    problem's own run time in "loop", the batch's in "vmap" and across lanes).
+    Returns (Summary with a leading batch axis, timings); timings["lanes"] lists the number of
+    problems running in each chunk; with ``history``, timings["history"] is a list of one
+    table per problem.
     """
-    if devices is None:
+    if _row_sharded(pb):
+        devices = [None]
+    elif devices is None:
         devices = jax.local_devices()
+    devices = list(devices)
     if mode == "auto":
-        accel = devices[0].platform != "cpu"
+        accel = devices[0] is not None and devices[0].platform != "cpu"
         mode = "vmap" if (accel and method.batchable) else "loop"
     if mode not in ("loop", "vmap"):
         raise ValueError(f"batch mode must be 'auto', 'loop' or 'vmap', got {mode!r}")
+    if mode == "vmap" and devices[0] is None:
+        mode = "loop"
     _ensure_logging(verbose)
     sax = jax.tree_util.tree_map(lambda _: 0, starts)
-    if mode == "loop":
-        return _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, labels)
-    return _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels)
+    if labels is None:
+        labels = [str(i) for i in range(size)]
+    progress = [Progress(verbose, history, record_every, label=f"[{labels[i]}] ") for i in range(size)]
+    if mode == "vmap":
+        summary, timings = _run_vmap(method, pb, axes, starts, sax, size, max_iter, devices[0], progress)
+    elif len(devices) > 1:
+        summary, timings = _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
+    else:
+        summary, timings = _run_loop(method, pb, axes, starts, sax, size, max_iter, devices[0], progress)
+    tables = timings.pop("tables", {})  # "loop" runs each problem with its own history
+    if history:
+        timings["history"] = [tables[i] if i in tables else p.table() for i, p in enumerate(progress)]
+    return summary, timings
 
 
-def _run_loop(method, pb, axes, starts, sax, size, max_iter, devices, verbose, labels):
+def _stack(out):
+    return jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
+
+
+def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
+    """The problems one after another on one device (or on the mesh of a row-sharded X)."""
+    if device is not None:
+        pb, starts = jax.device_put((pb, starts), device)
+    tc = tr = 0.0
+    out, tables = [], {}
+    for i in range(size):
+        p = progress[i]
+        s, table, t = run(method, _take(pb, axes, i), _take(starts, sax, i), max_iter=max_iter,
+                          history=p.history, record_every=p.record_every, verbose=p.verbose, label=p.label)
+        tables[i] = table
+        out.append(jax.device_get(s) if device is not None else s)
+        tc, tr = tc + t["compile"], tr + t["run"]
+    timings = {"compile": tc, "run": tr, "lanes": [1] * size, "tables": tables}
+    if device is None:  # row-sharded: keep the (replicated / sharded) arrays, stacked on device
+        return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *out), timings
+    return _stack(out), timings
+
+
+def _lane_specs(axes, lane=P("lanes")):
+    return jax.tree_util.tree_map(lambda ax: P() if ax is None else lane, axes, is_leaf=lambda x: x is None)
+
+
+def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress):
+    """One lane per device: a chunk of every lane in one ``shard_map`` program over the lanes."""
+    D = len(devices)
+    mesh = Mesh(np.array(devices), ("lanes",))
+    lane, rep = NamedSharding(mesh, P("lanes")), NamedSharding(mesh, P())
+    pspec, sspec = _lane_specs(axes), _lane_specs(sax)
+    host_pb = jax.tree_util.tree_map(lambda a, ax: a if ax is None else np.asarray(a), pb, axes,
+                                     is_leaf=lambda x: x is None)
+    host_st = jax.device_get(starts)
+    shared = jax.tree_util.tree_map(lambda a, ax: jax.device_put(a, rep) if ax is None else None, pb, axes,
+                                    is_leaf=lambda x: x is None)  # X and the other common leaves: once
+
+    def place(slot):  # the problems (and starts) of the slots, one per device
+        idx = np.maximum(slot, 0)
+        lp = jax.tree_util.tree_map(lambda a, sh, ax: sh if ax is None else jax.device_put(a[idx], lane),
+                                    host_pb, shared, axes, is_leaf=lambda x: x is None)
+        return lp, jax.device_put(jax.tree_util.tree_map(lambda a: a[idx], host_st), lane)
+
+    def one(t, sp):  # the device's lane: batched leaves lose their (local, length 1) lane axis
+        return jax.tree_util.tree_map(lambda s_, a: a if s_ == P() else jax.tree_util.tree_map(lambda x: x[0], a),
+                                      sp, t, is_leaf=lambda x: isinstance(x, P))
+
+    many = lambda t: jax.tree_util.tree_map(lambda a: a[None], t)  # noqa: E731
+    smap = lambda f, i, o: jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, check_vma=False)  # noqa: E731
+    L, R = P("lanes"), P()
+
+    def refill(method, lp, st0, state, k, code, fresh):
+        def body(method, lp, st0, state, k, code, fresh):
+            new = _init_fn(method, one(lp, pspec), one(st0, sspec))
+            f = fresh[0]
+            state = jax.tree_util.tree_map(lambda a, b: jnp.where(f, b[None], a), state, new)
+            return state, jnp.where(fresh, 0, k), jnp.where(fresh, RUNNING, code)
+        return smap(body, (R, pspec, sspec, L, L, L, L), (L, L, L))(method, lp, st0, state, k, code, fresh)
+
+    def chunk(method, lp, state, k, code, until):
+        def body(method, lp, state, k, code, until):
+            st, kk, cc, s = _chunk_summary_fn(method, one(lp, pspec), one(state, L), k[0], code[0], until[0])
+            return many(st), kk[None], cc[None], many(s)
+        return smap(body, (R, pspec, L, L, L, L), (L, L, L, L))(method, lp, state, k, code, until)
+
+    def init(method, lp, st0):
+        return smap(lambda m, p, s: many(_init_fn(m, one(p, pspec), one(s, sspec))), (R, pspec, sspec), L)(
+            method, lp, st0)
+
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
-    shared = {}  # the problem with its shared leaves placed on each device once
-
-    def lane_problem(i, dev):
-        if dev not in shared:
-            shared[dev] = jax.device_put(pb, dev) if len(devices) > 1 else pb
-        lp = _take(shared[dev], axes, i)
-        return lp if len(devices) == 1 else jax.device_put(lp, dev)
-
-    out: list = [None] * size
-    pending = list(range(size))
-    slots = {}  # device -> [lane, problem, state, k, code, per_iter]
     t0 = time.perf_counter()
-    done_count = 0
-    progress = {}
-    while pending or slots:
-        for dev in devices:  # fill idle devices
-            if dev in slots or not pending:
-                continue
-            i = pending.pop(0)
-            lp = lane_problem(i, dev)
-            st0 = _take(starts, sax, i)
-            if len(devices) > 1:
-                st0 = jax.device_put(st0, dev)
-            init, dt = _compile("init", _init_fn, (method, lp, st0))
+    slot = np.full(D, -1)
+    pending = list(range(size))
+    for j in range(min(D, size)):
+        slot[j] = pending.pop(0)
+    lp, st0 = place(slot)
+    tag = str(jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None))  # which leaves are batched
+    exe, dt = _compile("lanes-init" + tag, init, (method, lp, st0))
+    tc += dt
+    state = exe(method, lp, st0)
+    k = jax.device_put(np.zeros(D, np.int32), lane)
+    code = jax.device_put(np.where(slot >= 0, RUNNING, Status.MAX_ITER).astype(np.int32), lane)
+    out: list = [None] * size
+    per = [None] * D
+    kk = np.zeros(D, np.int64)
+    counts = []
+    while np.any(slot >= 0):
+        until = np.array([progress[slot[j]].next_until(int(kk[j]), max_iter, per[j]) if slot[j] >= 0 else 0
+                          for j in range(D)], np.int32)
+        args = (method, lp, state, k, code, jax.device_put(until, lane))
+        exe, dt = _compile("lanes-chunk" + tag, chunk, args, donate=(2,))
+        tc += dt
+        t1 = time.perf_counter()
+        state, k, code, s = exe(*args)
+        kh, ch = np.asarray(k), np.asarray(code)
+        took = time.perf_counter() - t1
+        counts.append(int(np.sum(slot >= 0)))
+        fresh = np.zeros(D, bool)
+        for j in np.flatnonzero(slot >= 0):
+            per[j] = took / max(int(kh[j]) - int(kk[j]), 1)
+            p = progress[slot[j]]
+            finished = ch[j] != RUNNING or kh[j] >= max_iter
+            if p.verbose or p.history:
+                sj = jax.device_get(jax.tree_util.tree_map(lambda a: a[j], (s.primal, s.dual)))
+                p.report(int(kh[j]), *sj, time.perf_counter() - t0 - tc, force=bool(finished))
+            if finished:
+                out[slot[j]] = jax.device_get(jax.tree_util.tree_map(lambda a: a[j], s))
+                slot[j] = pending.pop(0) if pending else -1
+                fresh[j] = slot[j] >= 0
+        kk = np.where(fresh, 0, kh)
+        if fresh.any():  # the finished lanes take the next problems
+            lp, st0 = place(slot)
+            args = (method, lp, st0, state, k, code, jax.device_put(fresh, lane))
+            exe, dt = _compile("lanes-refill" + tag, refill, args, donate=(3,))
             tc += dt
-            state = init(method, lp, st0)
-            slots[dev] = [i, lp, state, i32(0), i32(RUNNING), None]
-            progress[i] = Progress(verbose, label=f"[{labels[i] if labels is not None else i}] ")
-        results = {}
-        for dev, (i, lp, state, k, code, per) in slots.items():  # dispatch one chunk per device (async)
-            kk = int(k)
-            until = progress[i].next_until(kk, max_iter, per)
-            args = (method, lp, state, k, code, i32(until), i32(max_iter), jnp.asarray(bool(verbose)))
-            chunk, dt = _compile("chunk+summary", _chunk_summary_fn, args, donate=(2,))
-            tc += dt
-            results[dev] = (time.perf_counter(), kk, chunk(*args))
-        for dev, (t1, kk, res) in results.items():
-            state, k, code, s = res
-            jax.block_until_ready(s)
-            lane = slots[dev]
-            lane[2:5] = [state, k, code]
-            lane[5] = (time.perf_counter() - t1) / max(int(k) - kk, 1)
-            if verbose:
-                progress[lane[0]].report(int(k), s.primal, s.dual, time.perf_counter() - t0)
-            if int(code) != RUNNING or int(k) >= max_iter:
-                out[lane[0]] = jax.device_get(s)
-                del slots[dev]
-                done_count += 1
-    summary = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
-    return summary, {"compile": tc, "run": time.perf_counter() - t0}
+            state, k, code = exe(*args)
+            per = [None if fresh[j] else per[j] for j in range(D)]
+    return _stack(out), {"compile": tc, "run": time.perf_counter() - t0 - tc, "lanes": counts}
 
 
 def _bucket(n):
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
+def _run_vmap(method, pb, axes, starts, sax, size, max_iter, device, progress):
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
+    pb, starts = jax.device_put((pb, starts), device)
+    tag = str(jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None))  # which leaves are batched
     vinit = jax.vmap(_init_fn, in_axes=(None, axes, sax))
-    vchunk = jax.vmap(_chunk_summary_fn, in_axes=(None, axes, 0, 0, 0, None, None, None))
-    init, dt = _compile("vinit", vinit, (method, pb, starts))
-    tc += dt
+    vchunk = jax.vmap(_chunk_summary_fn, in_axes=(None, axes, 0, 0, 0, None))
     t0 = time.perf_counter()
+    init, dt = _compile("vinit" + tag, vinit, (method, pb, starts))
+    tc += dt
     state = init(method, pb, starts)
     lanes = np.arange(size)  # which problem each batch position holds
     bpb = pb
@@ -535,24 +652,33 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
     code = jnp.full((size,), RUNNING, jnp.int32)
     out: list = [None] * size
     per, kk = None, 0
-    prog = Progress(verbose)
+    prog = progress[0]  # chunk sizing (the same rule for every lane)
+    verbose = prog.verbose
+    watch = any(p.history or callable(p.verbose) for p in progress)  # per-lane numbers come to the host
+    counts = []
     while lanes.size:
         until = prog.next_until(kk, max_iter, per)
-        args = (method, bpb, state, k, code, i32(until), i32(max_iter), jnp.asarray(True))
-        chunk, dt = _compile("vchunk", vchunk, args, donate=(2,))
+        chunk, dt = _compile("vchunk" + tag, vchunk, (method, bpb, state, k, code, i32(until)), donate=(2,))
         tc += dt
         t1 = time.perf_counter()
-        state, k, code, s = chunk(*args)
-        s = jax.device_get(s)
-        kmax = int(np.max(s.iterations))
+        counts.append(int(sum(o is None for o in out)))
+        state, k, code, s = chunk(method, bpb, state, k, code, i32(until))
+        kh, ch = np.asarray(k), np.asarray(code)  # only these come to the host every chunk (unless watched)
+        kmax = int(np.max(kh))
         per = (time.perf_counter() - t1) / max(kmax - kk, 1)
         kk = kmax
-        codes = np.asarray(s.status)
-        running = (np.asarray(code) == RUNNING) & (np.asarray(k) < max_iter)
+        running = (ch == RUNNING) & (kh < max_iter)
+        if watch:
+            elapsed = time.perf_counter() - t0 - tc  # the batch's run time (compiles happen in this loop)
+            prim, dual = jax.device_get((s.primal, s.dual))
+            for j in range(lanes.size):  # per problem: history, and progress for a callback
+                p = progress[lanes[j]]
+                if out[lanes[j]] is None and (p.history or callable(p.verbose)):
+                    p.report(int(kh[j]), prim[j], dual[j], elapsed)
         for j in np.flatnonzero(~running):
             if j < lanes.size and out[lanes[j]] is None:
-                out[lanes[j]] = jax.tree_util.tree_map(lambda a: a[j], s)
-        if verbose:
+                out[lanes[j]] = jax.device_get(jax.tree_util.tree_map(lambda a: a[j], s))
+        if verbose and not callable(verbose):
             log.info("batch: %d of %d problems running, iteration %d, %.2f s", int(running[:lanes.size].sum()),
                      size, kk, time.perf_counter() - t0)
         keep = np.flatnonzero(running[:lanes.size])
@@ -570,12 +696,7 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, verbose, labels):
             # duplicated filler lanes are marked finished so they cost nothing to decide
             fill = jnp.arange(new) >= keep.size
             code = jnp.where(fill, Status.MAX_ITER, code).astype(jnp.int32)
-        else:
-            lanes = lanes  # same batch; finished lanes idle inside it
-            code = code
-        del codes
-    summary = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]), *out)
-    return summary, {"compile": tc, "run": time.perf_counter() - t0}
+    return _stack(out), {"compile": tc, "run": time.perf_counter() - t0 - tc, "lanes": counts}
 
 
 def state_size(k) -> int:

@@ -44,7 +44,8 @@ from .problem import Problem, dual_objective, primal_objective, project_dual
 
 __all__ = ["attach", "KINK_TOL"]
 
-KINK_TOL = 1e-6  # margins within this of the kink count as "on the margin" (set E), float64
+KINK_TOL = 1e-6
+"""Margins within this of a kink count as on the margin (set E), float64 (KINK_TOL32: float32)."""
 KINK_TOL32 = 1e-3
 
 

@@ -21,9 +21,7 @@ Eviction policies (``fetch(..., demote=...)``):
   "lru"         least recently used first (LIBSVM's and scikit-learn's policy)
   "lru+demote"  LRU, but rows of indices the caller marks as unlikely to come
                 back (AL-FPGM passes the ones its MinMaxLimiter excludes) go
-                first. Same iterates, fewer misses: a9a 10k, 20 MB cache
-                18352 -> 17783 (-3%), 60 MB 10411 -> 9910 (-5%); ijcnn1 10k,
-                20 MB 7412 -> 6733 (-9%).
+                first. Same iterates, fewer misses (bench/results/design-notes.md).
 Everything is a pytree of arrays with static shapes, so the cache is carried
 through ``lax.while_loop`` and ``vmap``.
 """
@@ -120,6 +118,7 @@ def cache_rows(n: int, itemsize: int, size_mb: float, at_least: int) -> int:
 
 
 def init_cache(S: int, n: int, dtype) -> KernelCache:
+    """An empty cache of S kernel rows of length n (all slots free)."""
     i32 = jnp.int32
     return KernelCache(rows=jnp.zeros((S, n), dtype), tags=jnp.full((S,), -1, i32), slot=jnp.full((n,), -1, i32),
                        stamp=jnp.full((S,), -1, i32), clock=jnp.zeros((), i32), hits=jnp.zeros((), i32),

@@ -66,6 +66,7 @@ def _linear_diag(p, A):
 
 
 linear = Kernel("linear", _linear_block, _linear_diag, {})
+"""K(x, z) = x.z."""
 
 
 def _rbf_block(p, A, B):
@@ -120,6 +121,7 @@ def from_function(fn: Callable, name: str | None = None) -> Kernel:
 
 
 def kernel_diag(kernel: Kernel, X):
+    """The diagonal K(x_i, x_i) for the rows of X, shape (n,)."""
     return kernel.diag(kernel.params, X)
 
 

@@ -60,8 +60,11 @@ from .result import Result, Status
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
 
 FORMAT = "svmopt-model"
+"""The header's "format" value."""
 VERSION = 1
-MAX_BYTES = 1 << 31  # load_model's default cap on a model's total uncompressed size
+"""The format version this svmopt writes (and the newest it reads)."""
+MAX_BYTES = 1 << 31
+"""load_model's default cap on a model's total uncompressed size (2 GiB)."""
 _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
 # Array members and the dtype kinds each may have (never "O": no pickles).
 _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",

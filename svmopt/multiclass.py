@@ -26,7 +26,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import driver
+from . import driver, sharding
 from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
@@ -77,6 +77,13 @@ class MulticlassResult(Result):
                 f"iterations={np.asarray(self.iterations).tolist()})")
 
 
+def _label(c) -> str:
+    """A class label for progress lines: 3.0 reads as 3."""
+    if isinstance(c, (float, np.floating)) and float(c).is_integer():
+        return str(int(c))
+    return str(c)
+
+
 def _labels(y, n: int):
     """(classes, Y) with Y (K, n) in +-1: row k is 'class k against the rest'."""
     y, classes = check_labels(y, n, "a classifier")
@@ -88,14 +95,17 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                      intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
                      max_iter: int | None = None, dtype=None, throw: bool = False, kernel=None,
                      devices=None, batch: str = "auto", verbose=False, layout: str = "auto",
-                     **method_params: Any):
+                     history: bool = False, record_every: int = 1, **method_params: Any):
     """One-vs-rest: the K problems "class k against the rest", one compiled program for all.
 
     X: (n, d) numpy / jax / scipy.sparse; y: (n,) with K >= 2 distinct labels of any
     kind (K = 2 gives two mirrored problems; ``solve`` fits the single binary one).
     C must be a scalar here. ``devices`` (default: all local devices) and ``batch``
     ("auto" | "loop" | "vmap", see ``svmopt.driver.run_batch``) say where and how the K
-    problems run; ``verbose`` reports per class. The other arguments are those of
+    problems run; ``verbose`` reports per class (True: log lines, an int k: every k
+    iterations, a callable: called with a dict whose "label" names the class);
+    ``history=True`` gives ``Result.history`` as a list of one table per class
+    (iteration, objective, gap, time). The other arguments are those of
     ``svmopt.solve``. A class that misses its tolerance warns (``ConvergenceWarning``)
     or, with ``throw=True``, raises ``SolverError``.
 
@@ -115,36 +125,49 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         raise ValueError(f"strategy must be 'ovr' (one-vs-rest) or 'ovo' (one-vs-one), got {strategy!r}")
     method = configure_method(method, tol, method_params)
     n = X.shape[0] if hasattr(X, "shape") else len(X)
-    classes, Y = _labels(y, n)
     if np.ndim(C) != 0:
         raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
                          "loop over C or use svmopt.solve for a binary grid")
-    # the Problem is validated and built once, with a placeholder binary y replaced below
-    pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                          intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
-                          layout=layout, bucket=kernel is None)
+    if sharding.is_sharded(X):  # rows over devices: the classes run one after another on all of them
+        if kernel is not None:
+            raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
+        pb, Yp, classes = sharding.prepare_multiclass(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                                      intercept_scaling=intercept_scaling,
+                                                      sample_weight=sample_weight, dtype=dtype)
+        Y = None
+    else:
+        classes, Y = _labels(y, n)
+        # the Problem is validated and built once, with a placeholder binary y replaced below
+        pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                           intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                           layout=layout, bucket=kernel is None)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
-    K, n_pad = Y.shape[0], pb.n
-    Yp = np.ones((K, n_pad))
-    Yp[:, :n] = Y
-    pb = pb.replace(y=jnp.asarray(Yp, pb.dtype))
+    K, n_pad = len(classes), pb.n
+    if Y is not None:
+        Yp = np.ones((K, n_pad))
+        Yp[:, :n] = Y
+        Yp = jnp.asarray(Yp, pb.dtype)
+    pb = pb.replace(y=Yp)
     start = make_start(None, method, pb.replace(y=pb.y[0]))
     starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (K,) + jnp.shape(a)), start)
     out, timings = driver.run_batch(method, pb, batch_axes(pb, y=0), starts, size=K, max_iter=max_iter,
                                     mode=batch, devices=devices, verbose=verbose,
-                                    labels=[str(c) for c in classes])
+                                    labels=[_label(c) for c in classes], history=history,
+                                    record_every=record_every)
+    hist = timings.pop("history", None)
 
     w, b = out.w, out.b
     if intercept_scaling is not None:  # the bias feature's weight, back in the data's units
         b = w[:, -1] * intercept_scaling
         w = w[:, :-1]
     extras = dict(out.extras)
-    if "alpha" in extras:
+    if "alpha" in extras and Y is not None:
         extras["alpha"] = np.asarray(extras["alpha"])[:, :n]
     res = MulticlassResult(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap,
                            status=np.asarray(out.status), iterations=np.asarray(out.iterations),
                            method=method.name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
+                           history=hist,
                            extras=extras, intercept_scaling=intercept_scaling, state=out.state,
                            tol=float(np.asarray(method.tol)))
     if pb.kernel is not None:

@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from . import _csr
+
 __all__ = ["DenseOperator", "SparseOperator", "as_operator"]
 
 
@@ -107,32 +109,41 @@ class DenseOperator:
 
 @jax.tree_util.register_pytree_node_class
 class SparseOperator:
-    """CSR X kept sparse: values, column indices and (sorted) row ids of the nonzeros.
+    """CSR X kept sparse: values, column indices, row pointers and (sorted) row ids.
 
-    ``matvec`` is a sorted segment sum over rows; ``rmatvec`` a scatter-add over
-    columns. ``indptr`` is kept for row slicing by solvers that walk rows.
+    ``matvec`` / ``rmatvec`` are the CSR primitives of ``svmopt._csr``: on CPU a compiled
+    XLA custom call (scipy's speed), elsewhere a sorted segment sum over rows and a
+    scatter-add over columns. ``impl="xla"`` forces the pure-XLA path. Both accept a
+    stack of vectors (w (d, K), u (n, K)) and batch under vmap into one call.
+    ``indptr`` and ``row_ids`` also serve solvers that walk rows.
     """
 
-    def __init__(self, data, indices, row_ids, indptr, shape):
+    def __init__(self, data, indices, row_ids, indptr, shape, impl: str = "auto"):
+        if impl not in _csr.IMPLS:
+            raise ValueError(f"impl must be one of {_csr.IMPLS}, got {impl!r}")
         self.data = data
         self.indices = indices
         self.row_ids = row_ids
         self.indptr = indptr
         self._shape = tuple(int(s) for s in shape)
+        self.impl = impl
 
     def tree_flatten(self):
-        return (self.data, self.indices, self.row_ids, self.indptr), self._shape
+        return (self.data, self.indices, self.row_ids, self.indptr), (self._shape, self.impl)
 
     @classmethod
-    def tree_unflatten(cls, shape, children):
-        return cls(*children, shape)
+    def tree_unflatten(cls, aux, children):
+        shape, impl = aux
+        return cls(*children, shape, impl)
 
     @classmethod
-    def from_scipy(cls, A, dtype):
+    def from_scipy(cls, A, dtype, impl: str = "auto"):
         A = sp.csr_matrix(A)
         A.sum_duplicates()
         A.sort_indices()
         n = A.shape[0]
+        if A.nnz >= 2**31:
+            raise ValueError(f"X has {A.nnz} stored entries; the sparse operator indexes them with int32 (< 2**31)")
         row_ids = np.repeat(np.arange(n, dtype=np.int32), np.diff(A.indptr))
         return cls(
             jnp.asarray(A.data, dtype=dtype),
@@ -140,6 +151,7 @@ class SparseOperator:
             jnp.asarray(row_ids),
             jnp.asarray(A.indptr, dtype=jnp.int32),
             A.shape,
+            impl,
         )
 
     @property
@@ -159,10 +171,10 @@ class SparseOperator:
         return self.nnz * (self.data.dtype.itemsize + 4)
 
     def matvec(self, w):
-        return jax.ops.segment_sum(self.data * w[self.indices], self.row_ids, self._shape[0], indices_are_sorted=True)
+        return _csr.matvec(self.data, self.indices, self.indptr, self.row_ids, w, self.impl)
 
     def rmatvec(self, u):
-        return jax.ops.segment_sum(self.data * u[self.row_ids], self.indices, self._shape[1])
+        return _csr.rmatvec(self.data, self.indices, self.indptr, self.row_ids, u, self._shape[1], self.impl)
 
     def fused(self, w, f, aux=()):
         g, s = f(self.matvec(w), *aux)
@@ -199,8 +211,7 @@ class SparseOperator:
 
 
 # "auto" layout: a sparse X is densified when it is this dense and fits this budget.
-# Measured in the ALM loop on the 2-core CPU: ijcnn1 (59% dense) runs 1.7-2.5x faster
-# dense, a9a (11% dense) 4-7x faster sparse; 25% sits between the two.
+# 25% sits between a dense-friendly and a sparse-friendly set (bench/results/design-notes.md).
 AUTO_DENSE_MIN_DENSITY = 0.25
 AUTO_DENSE_MAX_BYTES = 512 * 2**20
 

@@ -30,13 +30,15 @@ __all__ = ["path"]
 def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method = alm, tol: float | None = None,
          max_iter: int | None = None, fit_intercept: bool = True, intercept_scaling: float | None = None,
          sample_weight=None, dtype=None, layout: str = "auto", kernel=None, verbose=False, throw: bool = False,
-         warm: bool = True, **method_params: Any) -> Result:
+         warm: bool = True, history: bool = False, record_every: int = 1, **method_params: Any) -> Result:
     """Solve for every C in ``C`` (a 1-D array), warm-starting each from the previous one.
 
     Returns a Result with a leading axis over C (w (k, d), b (k,), objectives, status,
     iterations); ``timings["per_C"]`` holds each solve's run time and ``extras["order"]``
     the order they were solved in. ``warm=False`` solves each C cold (for comparison).
-    Other arguments are those of ``svmopt.solve``.
+    ``verbose`` reports each solve under the label "[C=...]"; ``history=True`` gives
+    ``Result.history`` as a list of one table per C (in the order of ``C``). Other
+    arguments are those of ``svmopt.solve``.
     """
     C_arr = check_C(C)
     if C_arr.ndim != 1:
@@ -50,6 +52,7 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     method = method.canonical(pb.dtype)
     order = np.argsort(C_arr, kind="stable")
     outs: list = [None] * C_arr.size
+    hists: list = [None] * C_arr.size
     per_C = np.zeros(C_arr.size)
     compile_time, prev, prev_C = 0.0, None, None
     t0 = time.perf_counter()
@@ -61,7 +64,8 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
             ratio = c / prev_C
             start = make_start({"w": prev.w, "b": prev.b, "alpha": None if prev.alpha is None else prev.alpha * ratio},
                                method, p, None, n)
-        out, _, timings = driver.run(method, p, start, max_iter=max_iter, verbose=verbose)
+        out, hists[j], timings = driver.run(method, p, start, max_iter=max_iter, verbose=verbose, history=history,
+                                            record_every=record_every, label=f"[C={c:g}] ")
         compile_time += timings["compile"]
         per_C[j] = timings["run"]
         outs[j] = out
@@ -74,6 +78,7 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     res = to_result(stacked, None, {"compile": compile_time, "run": float(per_C.sum()), "per_C": per_C,
                                     "total": total}, method, pb, classes, C_arr, intercept_scaling, n)
     res.extras["order"] = order
+    res.history = hists if history else None
     if np.any(np.asarray(res.status) != Status.CONVERGED):
         bad = [f"C={C_arr[i]:g}: {Status(int(s)).name}" for i, s in enumerate(np.asarray(res.status))
                if s != Status.CONVERGED]

@@ -41,6 +41,9 @@ class _RegFamily:
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)
 class Regularizer:
+    """A regularizer R(w) with its capabilities: ``value``, ``grad``, ``prox``, ``lipschitz``,
+    ``conjugate`` (see the module docstring); ``params`` are its runtime numbers (pytree leaves)."""
+
     family: _RegFamily
     params: Any = field(default_factory=dict)
 

@@ -12,16 +12,20 @@ import numpy as np
 
 import jax
 
-__all__ = ["Status", "Result", "ConvergenceWarning", "SolverError", "warn_convergence"]
+__all__ = ["Status", "Result", "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
+           "public_convergence_warning"]
 
 
 class ConvergenceWarning(UserWarning):
     """A solve ended without a certified answer (status other than CONVERGED).
 
-    When scikit-learn is imported in the process, the warning svmopt emits is also an
-    instance of ``sklearn.exceptions.ConvergenceWarning``, so scikit-learn's warning
-    filters (and ``GridSearchCV``'s) treat it as theirs. (svmopt never imports
-    scikit-learn itself: that would cost ~0.8 s at every import.)
+    ``svmopt.ConvergenceWarning`` is this class made a subclass of
+    ``sklearn.exceptions.ConvergenceWarning`` too when scikit-learn is installed (resolved
+    when the name is first used, so ``import svmopt`` does not pay scikit-learn's ~0.8 s
+    import), and every warning svmopt emits once scikit-learn is imported is of that
+    class: scikit-learn's warning filters (and ``GridSearchCV``'s) treat it as theirs, and
+    filters or ``pytest.warns`` on either class catch it. Without scikit-learn it is this
+    class.
     """
 
 
@@ -32,11 +36,22 @@ def _with_sklearn(skl):
 
 
 def warning_category():
+    """The class svmopt warns with: ``ConvergenceWarning``, also sklearn's once sklearn is imported."""
     skl = sys.modules.get("sklearn.exceptions")
     return ConvergenceWarning if skl is None else _with_sklearn(skl.ConvergenceWarning)
 
 
+def public_convergence_warning():
+    """``svmopt.ConvergenceWarning``: a subclass of scikit-learn's when scikit-learn is installed."""
+    try:
+        import sklearn.exceptions  # noqa: F401  (only when the name is used)
+    except ImportError:
+        return ConvergenceWarning
+    return warning_category()
+
+
 def warn_convergence(message: str, stacklevel: int = 3):
+    """Warn with ``message`` as a ``ConvergenceWarning`` (of ``warning_category()``)."""
     warnings.warn(message, warning_category(), stacklevel=stacklevel)
 
 
@@ -45,6 +60,11 @@ class SolverError(RuntimeError):
 
 
 class Status(enum.IntEnum):
+    """How a solve ended; ``Status.CONVERGED`` only with a certified relative duality gap <= tol.
+
+    MAX_ITER, DIVERGED, NONFINITE, STALLED and UNCERTIFIED say why not; ``.message`` explains.
+    """
+
     CONVERGED = 0
     MAX_ITER = 1
     DIVERGED = 2

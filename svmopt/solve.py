@@ -217,6 +217,10 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
                         "wrap a plain function with svmopt.losses.from_function")
     if not isinstance(reg, Regularizer):
         raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r}")
+    from . import sharding
+    if sharding.is_sharded(X):  # rows spread over devices: checked and encoded where they live
+        return sharding.prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
     dt = resolve_dtype(dtype)
     X = as_matrix(X)
     n = X.shape[0]
@@ -354,7 +358,12 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     verbose    True (a progress line about every second, via the ``logging`` module, logger
                "svmopt"), an int k (every k iterations) or a callable receiving a dict
     history    record iteration, objective, gap and time per ``record_every`` iterations
-    devices    where a batch (C grid) runs: a list of jax devices; ``batch`` "auto" | "loop" | "vmap"
+               (``Result.history``: a dict of arrays; for a C grid a list, one dict per C)
+    devices    a list of jax devices. One C: the rows of X are split over them (``svmopt.shard_rows``;
+               every solver then computes X w and X^T u there, one all-reduce of d numbers per
+               X^T u). A C grid: the grid points run on them. Already sharded X (from
+               ``shard_rows``) needs no ``devices``.
+    batch      how a C grid runs: "auto" | "loop" | "vmap" (``svmopt.driver.run_batch``)
     bucket     pad the rows to one of 16 sizes per power of two with zero-weight rows (exact),
                so folds and grids of nearby sizes reuse one compiled program
     layout     "auto" | "sparse" | "dense": the data operator for scipy input
@@ -374,21 +383,24 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                              intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                              max_iter=max_iter, dtype=dtype, kernel=kernel, init=init)
     n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if devices is not None and np.ndim(C) == 0 and kernel is None:  # one problem: its rows over the devices
+        from .sharding import shard_rows
+        X, y, sample_weight = shard_rows(X, y, np.ones(n) if sample_weight is None else sample_weight,
+                                         devices=devices, dtype=dtype)
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                                     dtype=dtype, layout=layout, bucket=bucket and kernel is None)
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     if C_arr.ndim == 1:
-        if history:
-            raise ValueError("history is recorded per problem: solve the C values one by one, or use svmopt.path")
         pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
         start = make_start(init, method, pb.replace(C=pb.C[0]), intercept_scaling, n)
         starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (C_arr.size,) + jnp.shape(a)), start)
         out, timings = driver.run_batch(method, pb, batch_axes(pb, C=0), starts, size=C_arr.size,
                                         max_iter=max_iter, mode=batch, devices=devices, verbose=verbose,
-                                        labels=[f"C={c:g}" for c in C_arr])
-        hist = None
+                                        labels=[f"C={c:g}" for c in C_arr], history=history,
+                                        record_every=record_every)
+        hist = timings.pop("history", None)
     else:
         start = make_start(init, method, pb, intercept_scaling, n)
         out, hist, timings = driver.run(method, pb, start, max_iter=max_iter, history=history,

@@ -50,7 +50,9 @@ def test_smoke_table_has_rows_and_finite_ratios(smoke):
     for m in ("svmopt:alm", "liblinear -s 3", "LinearSVC"):
         t2, t3 = float(by[m]["t@0.01"]), float(by[m]["t@0.001"])
         assert 0 < t2 <= t3 < 60, (m, t2, t3)
-    assert float(by["svmopt:alm"]["compile_s"]) > 0  # compile reported apart from the steady-state time
+    # compile reported apart from the steady-state time, as a first call pays it: a fresh process
+    # compiles the loop (> 0.1 s anywhere), not the ~0.01 s a second in-process call reports
+    assert float(by["svmopt:alm"]["compile_s"]) > 0.1
     assert 0.7 < float(by["liblinear -s 3"]["acc@0.001"]) < 0.95  # a1a held-out accuracy is ~0.84
     (s,) = summary_rows(res)
     for thr in (0.01, 0.001):
@@ -148,3 +150,12 @@ def test_liblinear_one_vs_rest_columns_follow_the_task_classes():
         Pk = objective.primal(task.X, yk, wk, 2.0, 1.0)
         assert abs(objective.primal(task.X, yk, W[:, k], 2.0, 1.0) - Pk) <= 1e-6 * Pk
     assert task.accuracy(W) > 0.8
+
+
+def test_sparse_pass_smoke(capsys):
+    from bench import sparse_pass
+
+    rows = sparse_pass.main(["--smoke"])
+    assert {(r["K"], r["kind"]) for r in rows} == {(1, "two"), (1, "fused"), (3, "two"), (3, "fused")}
+    assert all(np.isfinite(r["svmopt_ratio"]) and np.isfinite(r["xla_ratio"]) for r in rows)
+    assert "| heart_scale | float32 | 3 | fused |" in capsys.readouterr().out

@@ -59,14 +59,14 @@ def test_a9a_accuracy(tmp_path, capsys):
 
 
 def test_one_vs_rest_and_options(tmp_path, capsys):
-    """Three classes, -s 1.5 (Lp hinge), an iteration cap: the problem of test_multiclass's
+    """Three classes, --loss 1.5 (Lp hinge), an iteration cap: the problem of test_multiclass's
     cap test (its compilation is reused), so the cap warning shows on stderr."""
     X, y = svmopt.load_svmlight(data_path("heart_scale"))
     y3 = np.where(X[:, 0].toarray().ravel() > 0.3, 2, y)
     data = tmp_path / "three.txt"
     svmopt.dump_svmlight(X, y3, data)
     model = tmp_path / "three.model"
-    assert train_main(["-s", "1.5", "--max-iter", "2", "-c", "1", str(data), str(model)]) == 0
+    assert train_main(["--loss", "1.5", "--max-iter", "2", "-c", "1", str(data), str(model)]) == 0
     out, err = capsys.readouterr()
     assert "one-vs-rest over 3 classes" in out and "class 2: max_iter after 2 iterations" in out
     assert "svmopt-train: warning: alm one-vs-rest: MAX_ITER for class(es) -1.0, 1.0, 2.0" in err
@@ -113,15 +113,20 @@ def test_bad_model_file(tmp_path, capsys):
     fake = tmp_path / "fake.model"
     fake.write_text("solver_type L2R_L2LOSS_SVC_DUAL\n")
     err = _fails(predict_main, [str(data), str(fake), str(tmp_path / "o.txt")], capsys)
+    assert "fake.model': truncated LIBLINEAR model" in err  # LIBLINEAR's format is recognised
+    fake.write_text("not a model\n")
+    err = _fails(predict_main, [str(data), str(fake), str(tmp_path / "o.txt")], capsys)
     assert "fake.model': not an svmopt model file" in err
 
 
 def test_bad_options(tmp_path, capsys):
     data = str(data_path("heart_scale"))
-    err = _fails(train_main, ["-s", "cubic", data], capsys)
+    err = _fails(train_main, ["--loss", "cubic", data], capsys)
     assert "unknown loss 'cubic'" in err
-    err = _fails(train_main, ["-m", "newton", data], capsys)
-    assert "unknown method 'newton'; available methods:" in err and "alm" in err
+    err = _fails(train_main, ["-s", "cubic", data], capsys, code=2)
+    assert "invalid int value: 'cubic'" in err  # -s is LIBLINEAR's solver number
+    err = _fails(train_main, ["--method", "nope", data], capsys)
+    assert "unknown method 'nope'; available methods:" in err and "alm" in err
     err = _fails(train_main, ["-c", "0", data], capsys)
     assert "-c must be > 0" in err
     err = _fails(train_main, ["-c", "abc", data], capsys, code=2)

@@ -69,7 +69,7 @@ def test_params_protocol_without_sklearn_base():
     clf = SVMClassifier(C=0.5, loss="squared_hinge")
     assert not any(c.__module__.startswith("sklearn") for c in type(clf).__mro__)
     p = clf.get_params()
-    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "alm" and len(p) == 15
+    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] is None and len(p) == 16
     assert clf.set_params(C=2.0, tol=1e-4) is clf and clf.C == 2.0 and clf.tol == 1e-4
     with pytest.raises(ValueError, match="Invalid parameter 'foo' for estimator SVMClassifier"):
         clf.set_params(foo=1)
@@ -81,7 +81,20 @@ def test_params_protocol_without_sklearn_base():
 
 
 def test_module_does_not_import_sklearn():
-    code = "import sys, svmopt.estimators; assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    """import svmopt stays free of scikit-learn; svmopt.ConvergenceWarning, once used, is a
+    subclass of scikit-learn's (scikit-learn installed), and so is what svmopt emits."""
+    code = ("import sys, warnings, numpy as np, svmopt, svmopt.estimators\n"
+            "assert 'sklearn' not in sys.modules, 'sklearn imported'\n"
+            "W = svmopt.ConvergenceWarning\n"
+            "from sklearn.exceptions import ConvergenceWarning as S\n"
+            "assert issubclass(W, S) and issubclass(W, svmopt.result.ConvergenceWarning)\n"
+            "warnings.simplefilter('error', S)\n"
+            "X = np.random.default_rng(0).normal(size=(40, 3))\n"
+            "try:\n"
+            "    svmopt.solve(X, np.sign(X[:, 0] + 0.5), max_iter=1)\n"
+            "    raise SystemExit('no warning')\n"
+            "except S as e:\n"
+            "    assert isinstance(e, W)\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -91,7 +104,7 @@ def test_module_does_not_import_sklearn():
 def test_binary_matches_solve(heart):
     X, y = heart
     clf = SVMClassifier(C=0.7, dtype="float64").fit(X, y)
-    r = svmopt.solve(X, y, C=0.7, dtype="float64")
+    r = svmopt.solve(X, y, C=0.7, dtype="float64", loss=squared_hinge)  # LinearSVC's loss: the default
     assert clf.coef_.shape == (1, 13) and clf.intercept_.shape == (1,)
     np.testing.assert_array_equal(clf.coef_[0], np.asarray(r.w))
     np.testing.assert_array_equal(clf.intercept_[0], np.asarray(r.b))
@@ -159,7 +172,7 @@ def test_pipeline_with_scaler(heart):
     Xd = X.toarray()
     pipe = make_pipeline(StandardScaler(), SVMClassifier(C=0.1, dtype="float64")).fit(Xd, y)
     Z = StandardScaler().fit_transform(Xd)
-    r = svmopt.solve(Z, y, C=0.1, dtype="float64")
+    r = svmopt.solve(Z, y, C=0.1, dtype="float64", loss=squared_hinge)
     np.testing.assert_array_equal(pipe[-1].coef_[0], np.asarray(r.w))
     np.testing.assert_array_equal(pipe.predict(Xd), r.predict(Z))
     assert pipe.score(Xd, y) > 0.8
@@ -174,7 +187,7 @@ def test_grid_search_over_C(heart):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", svmopt.ConvergenceWarning)
         gs = GridSearchCV(SVMClassifier(dtype="float64"), {"C": grid}, cv=cv).fit(Xd, y)
-        manual = [np.mean([svmopt.solve(Xd[tr], y[tr], C=C, dtype="float64").score(Xd[te], y[te])
+        manual = [np.mean([svmopt.solve(Xd[tr], y[tr], C=C, dtype="float64", loss=squared_hinge).score(Xd[te], y[te])
                            for tr, te in cv.split(Xd, y)]) for C in grid]
     np.testing.assert_allclose(gs.cv_results_["mean_test_score"], manual)
     assert gs.best_params_["C"] == grid[int(np.argmax(manual))]
@@ -203,9 +216,9 @@ def test_resolvers():
     (dict(loss="cubic"), "unknown loss 'cubic'"),
     (dict(loss=0.5), "p >= 1"),
     (dict(reg="l3"), "unknown reg"),
-    (dict(method="newton"), "unknown method 'newton'; available methods: .*alm"),
+    (dict(method="nope"), "unknown method 'nope'; available methods: .*alm"),
     (dict(C=0.0), "C must be a finite number > 0"),
-    (dict(kernel="rbf"), "method alm is linear"),
+    (dict(kernel="rbf", method="alm"), "method alm is linear"),  # an explicit linear method is refused
     (dict(kernel="laplace"), "unknown kernel"),
     (dict(class_weight={7: 2.0}), "class_weight names classes"),
 ])

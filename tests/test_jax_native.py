@@ -64,6 +64,17 @@ def test_vmap_over_C_and_labels_and_p(heart):
                                                                  dtype=F64).primal_objective), rel=1e-7)
 
 
+def test_vmap_over_labels_and_data_sets(heart):
+    X, y = heart
+    kw = dict(loss=squared_hinge, tol=1e-13, dtype=F64)
+    Y = np.stack([y, np.where(np.arange(y.size) % 7 == 0, -y, y)])
+    ws = jax.vmap(lambda yy: svmopt.solve(X, yy, **kw).w)(jnp.asarray(Y))
+    np.testing.assert_allclose(np.asarray(ws[1]), np.asarray(svmopt.solve(X, Y[1], **kw).w), rtol=1e-5, atol=1e-7)
+    Xs = np.stack([X, 0.5 * X])
+    ws = jax.vmap(lambda XX: svmopt.solve(XX, y, **kw).w)(jnp.asarray(Xs))
+    np.testing.assert_allclose(np.asarray(ws[1]), np.asarray(svmopt.solve(Xs[1], y, **kw).w), rtol=1e-5, atol=1e-7)
+
+
 # ---------------------------------------------------------------------------------- implicit gradients
 # jax.grad through solve (implicit differentiation at our solution) against central finite
 # differences of an independent float64 Newton solve (machine precision, so h = 1e-4 is clean)

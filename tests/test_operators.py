@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
+from svmopt import _csr
 from svmopt.operators import DenseOperator, SparseOperator, as_operator
 from conftest import data_path
 
@@ -72,3 +73,135 @@ def test_auto_layout_and_bias_column(heart):
     np.testing.assert_allclose(op.matvec(jnp.eye(14)[13]), np.full(270, 2.5))
     with pytest.raises(ValueError, match="layout"):
         as_operator(X, jnp.float64, layout="diagonal")
+
+
+# ---- the CSR products (svmopt._csr): custom call on CPU when built, pure XLA otherwise ----
+# scipy is the reference; "xla" is always tested, the compiled kernel when this checkout has it.
+IMPLS = ["xla", pytest.param("ffi", marks=pytest.mark.skipif(
+    not _csr.ffi_available(), reason="compiled CSR kernel not built (pip install -e . builds it)"))]
+
+
+def _awkward():
+    """40 x 25 with empty rows 3 and 17, empty columns 0 and 24, one long row."""
+    A = sp.random(40, 25, density=0.3, format="lil", random_state=3)
+    A[3, :] = 0
+    A[17, :] = 0
+    A[:, 0] = 0
+    A[:, 24] = 0
+    A[5, 1:24] = np.arange(1.0, 24.0)
+    return sp.csr_matrix(A)
+
+
+MATRICES = {
+    "awkward": _awkward,
+    "single_row": lambda: sp.csr_matrix(np.array([[0.0, 1.5, 0.0, -2.0, 0.0, 3.0]])),
+    "no_entries": lambda: sp.csr_matrix((3, 4)),
+}
+
+
+def _hinge_parts(z, yb):
+    m = yb * z
+    return -yb * (m < 1), jnp.maximum(1 - m, 0)
+
+
+def _all_products(op, w, u, W, U, W40, U40, y):
+    """Every way a solver calls the products."""
+    return dict(
+        matvec=op.matvec(w), rmatvec=op.rmatvec(u),
+        XW=op.matvec(W), XtU=op.rmatvec(U),  # a stack of vectors
+        XW40=op.matvec(W40), XtU40=op.rmatvec(U40),  # beyond the kernel's compile-time K (32)
+        vmap=jax.vmap(op.matvec)(W.T),  # one-vs-rest: vmap over vectors, X shared
+        vmap2=jax.vmap(jax.vmap(op.rmatvec))(U.T[:, None]),
+        fused=op.fused(w, _hinge_parts, (y,)),
+    )
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_csr_products_match_scipy(impl):
+    """Every call pattern on three awkward shapes (float64; the first also float32), in one program:
+    one compilation, which is what this test spends its time on."""
+    tols = {np.float64: 1e-12, np.float32: 1e-5}
+    rng = np.random.default_rng(0)
+    cases, wants = {}, {}
+    for which, make in MATRICES.items():
+        A = make()
+        n, d = A.shape
+        w, u, W, U = rng.normal(size=d), rng.normal(size=n), rng.normal(size=(d, 3)), rng.normal(size=(n, 3))
+        W40, U40 = rng.normal(size=(d, 40)), rng.normal(size=(n, 40))
+        y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+        m = y * (A @ w)
+        wants[which] = dict(matvec=A @ w, rmatvec=A.T @ u, XW=A @ W, XtU=A.T @ U, XW40=A @ W40, XtU40=A.T @ U40,
+                            vmap=(A @ W).T, vmap2=(A.T @ U).T[:, None],
+                            fused=(A.T @ (-y * (m < 1)), np.maximum(1 - m, 0).sum()))
+        for dt in tols if which == "awkward" else [np.float64]:
+            op = SparseOperator.from_scipy(A, dt, impl=impl)
+            cases[which, dt.__name__] = (op,) + tuple(jnp.asarray(a, dt) for a in (w, u, W, U, W40, U40, y))
+    got = jax.jit(lambda cs: {k: _all_products(*c) for k, c in cs.items()})(cases)
+    for (which, dt_name), out in got.items():
+        dt = np.dtype(dt_name).type
+        for key, ref in wants[which].items():
+            for g, r in zip(jax.tree_util.tree_leaves(out[key]), jax.tree_util.tree_leaves(ref)):
+                assert g.dtype == dt, (which, key)
+                np.testing.assert_allclose(g, r, rtol=tols[dt], atol=tols[dt] * 10, err_msg=f"{which} {dt_name} {key}")
+    op, w = cases["awkward", "float32"][:2]  # outside jit: the primitive's own compiled implementation
+    eager = op.matvec(w)
+    assert eager.dtype == np.float32
+    np.testing.assert_allclose(eager, wants["awkward"]["matvec"], rtol=1e-5, atol=1e-4)
+    # vmap over the matrix values: the batching rule's XLA fallback (the same for every impl)
+    scaled = jax.vmap(lambda c: SparseOperator(op.data * c, op.indices, op.row_ids, op.indptr, op.shape,
+                                               impl).matvec(w))(jnp.asarray([1.0, -2.0], np.float32))
+    np.testing.assert_allclose(scaled, np.outer([1.0, -2.0], wants["awkward"]["matvec"]), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_csr_products_differentiate(impl):
+    """grad, jvp and the gradient of a vmapped product in data and the vectors, against central
+    finite differences in float64; X^T is the transpose of X (linear_transpose)."""
+    A = _awkward()
+    op = SparseOperator.from_scipy(A, jnp.float64, impl=impl)
+    rng = np.random.default_rng(1)
+    args = (op.data, jnp.asarray(rng.normal(size=A.shape[1])), jnp.asarray(rng.normal(size=A.shape[0])))
+
+    def loss(data, w, u):  # nonlinear in both products
+        o = SparseOperator(data, op.indices, op.row_ids, op.indptr, op.shape, impl)
+        return jnp.sum(jnp.sin(o.matvec(w))) + jnp.sum(jnp.cos(o.rmatvec(u)) * w) \
+            + jnp.sum(jnp.tanh(jax.vmap(o.matvec)(jnp.stack([w, 2 * w]))))
+
+    dirs = tuple(jnp.asarray(rng.normal(size=a.shape)) for a in args)
+    eps = 1e-6
+
+    @jax.jit
+    def probe(a, t):
+        grads = jax.grad(loss, argnums=(0, 1, 2))(*a)
+        _, jvp = jax.jvp(loss, a, t)
+        fd = (loss(*[x + eps * v for x, v in zip(a, t)]) - loss(*[x - eps * v for x, v in zip(a, t)])) / (2 * eps)
+        return sum(jnp.vdot(g, v) for g, v in zip(grads, t)), jvp, fd
+
+    along, jvp, fd = probe(args, dirs)
+    np.testing.assert_allclose([along, jvp], [fd, fd], rtol=1e-7)
+    (t,) = jax.linear_transpose(op.matvec, args[1])(args[2])
+    np.testing.assert_allclose(t, A.T @ np.asarray(args[2]), rtol=1e-12)
+
+
+def test_csr_impl_choice_reaches_the_compiled_program():
+    """On CPU the default operator lowers to the custom call when it is built; impl='xla' never does."""
+    X = _awkward()
+    hlo = lambda op: jax.jit(lambda o, w: o.rmatvec(o.matvec(w))).lower(op, jnp.ones(25)).as_text()  # noqa: E731
+    assert "custom_call" not in hlo(SparseOperator.from_scipy(X, jnp.float64, impl="xla"))
+    if jax.default_backend() == "cpu" and _csr.ffi_available():
+        assert "custom_call @svmopt_csr_matvec_f64" in hlo(as_operator(X, jnp.float64, layout="sparse"))
+    with pytest.raises(ValueError, match="impl"):
+        SparseOperator.from_scipy(X, jnp.float64, impl="cuda")
+
+
+@pytest.mark.skipif(not _csr.ffi_available(), reason="compiled CSR kernel not built")
+def test_csr_kernel_refuses_indices_out_of_range():
+    """The compiled kernel checks what it indexes: a hand-built operator with a column index
+    >= d, or row pointers that run past the entries, raises instead of touching stray memory."""
+    op = SparseOperator.from_scipy(_awkward(), jnp.float64, impl="ffi")
+    bad_col = SparseOperator(op.data, op.indices.at[7].set(25), op.row_ids, op.indptr, op.shape, "ffi")
+    with pytest.raises(Exception, match="malformed matrix"):
+        jax.block_until_ready(bad_col.rmatvec(jnp.ones(40)))
+    bad_rows = SparseOperator(op.data, op.indices, op.row_ids, op.indptr.at[-1].add(5), op.shape, "ffi")
+    with pytest.raises(Exception, match="malformed matrix"):
+        jax.block_until_ready(bad_rows.matvec(jnp.ones(25)))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import math
 import os
@@ -271,7 +272,65 @@ def _parse(data, name, zero_based, n_features, dtype):
     return y, qid, counts, cols, val.astype(dtype, copy=False)
 
 
-def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, return_qid=False):
+def _shard_bounds(f, size: int, index: int, count: int):
+    """Byte range [start, end) of part ``index`` of ``count``: the lines that start in its share."""
+    def line_start(b):  # the first line start at or after byte b
+        if b <= 0:
+            return 0
+        f.seek(b - 1)
+        pos = b - 1
+        while True:
+            block = f.read(1 << 16)
+            if not block:
+                return size
+            i = block.find(b"\n")
+            if i >= 0:
+                return pos + i + 1
+            pos += len(block)
+    return line_start(index * size // count), line_start((index + 1) * size // count)
+
+
+def _lines_before(f, start: int) -> int:
+    f.seek(0)
+    lines, left = 0, start
+    while left > 0:
+        block = f.read(min(left, 1 << 22))
+        if not block:
+            break
+        lines += block.count(b"\n")
+        left -= len(block)
+    return lines
+
+
+def _read_shard(source, shard):
+    """(bytes of the shard, name, a function giving the number of lines before it)."""
+    if not (isinstance(shard, tuple) and len(shard) == 2 and all(isinstance(v, (int, np.integer)) for v in shard)
+            and 0 <= shard[0] < shard[1]):
+        raise ValueError(f"shard must be (index, count) with 0 <= index < count, got {shard!r}")
+    index, count = int(shard[0]), int(shard[1])
+    if hasattr(source, "read"):
+        f, name, own = source, Path(str(getattr(source, "name", "<stream>"))).name, False
+        if not (hasattr(f, "seekable") and f.seekable()):
+            data, name = _read_bytes(source)
+            f, own = io.BytesIO(data), True
+    else:
+        path = os.fspath(source)
+        f, name, own = _OPENERS.get(Path(path).suffix.lower(), open)(path, "rb"), Path(path).name, True
+    try:
+        size = f.seek(0, 2)
+        start, end = _shard_bounds(f, size, index, count)
+        f.seek(start)
+        data = f.read(end - start)
+        if isinstance(data, str):
+            data = data.encode()
+        lines = _lines_before(f, start) if start > 0 else 0  # for error messages: global line numbers
+    finally:
+        if own:
+            f.close()
+    return bytes(data), name, lines
+
+
+def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, return_qid=False, shard=None):
     """Load a LIBSVM / svmlight file.
 
     Parameters
@@ -290,6 +349,16 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     return_qid : bool
         Also return the ``qid:N`` values (int64, 0 for rows without qid).
         When False, qid tokens are accepted and ignored.
+    shard : (index, count), optional
+        Read only part ``index`` of ``count``: the file's bytes are cut into ``count``
+        equal ranges, and a part holds the lines that start in its range (every line
+        belongs to exactly one part; a part may be empty). For several hosts:
+        ``shard=(jax.process_index(), jax.process_count())``, then
+        ``svmopt.shard_rows(X, y, process_local=True)``. A plain file is read from the
+        part's start; a compressed one is decompressed as a stream (what lies before the
+        part is not kept). Errors give the line's number in the whole file. Without
+        ``n_features`` the width is the part's own largest index (``shard_rows`` takes
+        the largest over the processes).
 
     Returns
     -------
@@ -304,10 +373,14 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     """
     if n_features is not None and not 0 <= n_features <= _MAX_COLUMNS:
         raise ValueError(f"n_features must be in [0, {_MAX_COLUMNS}] (int32 column indices), got {n_features}")
-    data, name = _read_bytes(path)
+    line_base = 0
+    if shard is not None:
+        data, name, line_base = _read_shard(path, shard)
+    else:
+        data, name = _read_bytes(path)
     # Work in chunks of whole lines: the temporaries (several times the text size)
     # stay small and cache-friendly, and an error rescans at most one chunk.
-    parts, start, line0 = [], 0, 0
+    parts, start, line0 = [], 0, line_base
     while True:
         end = data.find(b"\n", start + _CHUNK)
         end = len(data) if end < 0 else end + 1

@@ -85,22 +85,22 @@ __all__ = ["ALFPGM", "alfpgm", "calculate_rho", "solve_subproblem", "project_hyp
 class ALFPGM(Method):
     """AL-FPGM with pWSS. Parameters (paper defaults where the paper gives one):
 
-    pairs           p, pairs per working set (|B| = 2p; paper: 50-100). CPU time was flat for
-                    p = 32..128 on a9a / ijcnn1 (10k rows) and 2x worse at 256: 64 kept
+    pairs           p, pairs per working set (|B| = 2p; paper: 50-100; 64, see
+                    bench/results/design-notes.md, AL-FPGM, for this and the defaults below)
     mu              augmented-Lagrangian penalty (paper 0.1)
     eps             sub-problem accuracy on nu and |g| (paper 1e-2); eps_k = min(eps, eps_scale * viol)
     eps_scale       ties the sub-problem accuracy to the current violation m(alpha) - M(alpha):
                     with the paper's fixed eps the sub-problems stop at once near the end and
-                    the SMO fall-back does the work (ijcnn1 5k: 898 steps, 801 SMO; 0.03: 59, 4)
+                    the SMO fall-back does most of the work
     tol             relative duality gap certified at the end (1e-3)
     viol_tol        working-set stop m(alpha) - M(alpha) <= viol_tol (LIBSVM -e, 1e-3)
     delta_alpha, min_alpha_opt, max_alpha_opt   MinMaxLimiter (paper 1e-6, 5, 20)
     min_alpha_check number of j candidates (smallest q over I_low) searched by eq. 15; 0 = all
-                    (all: 4.6x slower on a9a 10k, no fewer steps that matter)
+                    (all: several times slower, no fewer steps that matter)
     tau             replaces a_ij <= 0 in eq. 15 (LIBSVM's TAU)
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
     cache_policy    "lru+demote" (LRU, but rows of limiter-excluded indices are evicted first:
-                    3-9% fewer misses than "lru" on a9a / ijcnn1 10k) or "lru"
+                    fewer misses than "lru") or "lru"
     row_chunk       kernel rows computed per block on a cache miss
     col_block       columns per block inside ``kernel_rows``
     power_iters     power iterations for lambda_1(Q_BB) (eq. 16)
@@ -520,3 +520,4 @@ def project_hyperplane_box(x, yb, lo, hi):
 
 
 alfpgm = ALFPGM()
+"""AL-FPGM (Aregbesola & Griva 2022) for the kernel SVM dual, with its defaults."""

@@ -282,3 +282,4 @@ def _cg_solve(pb: Problem, w, b, z, mu, iters, tol, pre=None):
 
 
 alm = ALM()
+"""SVM-ALM (Nie et al. 2014) with its defaults: ``solve(X, y, method=alm)``; ``alm(tol=1e-4, variant="exact")`` configures it."""

@@ -452,3 +452,4 @@ def _cho_solve(M, B):
 
 
 cutting_plane = CuttingPlane()
+"""The 1-slack cutting-plane method (Joachims 2006, SVMperf) with its defaults."""

@@ -45,8 +45,9 @@ HLO ops). For that a pass first gathers its rows into pass order (y_i x_i, D_ii,
 alpha, PG, shrink flag) that is scattered back after the loop: each coordinate is visited
 once per pass, so alpha_i can be read from the records. A block step costs about as many
 kernels for ``block_size`` coordinates. Sparse rows are padded (ELL) rows of ``width``
-entries built once from the CSR; rows that are longer are visited after the short ones in
-the same random pass, their remaining entries walked in chunks of ``width``.
+entries built once from the CSR; rows that are longer keep their place in the random pass
+(the short rows between two long ones run as one plain loop) and walk their remaining entries
+in chunks of ``width``.
 
 Intercept: the dual has no equality constraint y^T alpha = 0, so dual CD cannot keep a free
 intercept. Use LIBLINEAR's bias feature (``solve(..., intercept_scaling=1.0)``: a constant
@@ -68,8 +69,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from ..operators import DenseOperator
+from ..sharding import AXIS
 from ..problem import Problem, project_dual
 from ..result import Status
 from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
@@ -109,6 +112,9 @@ class DualCD(Method):
     block_size  coordinates per step of the block variant
     width       padded row width for sparse X (None: 1.25 x the mean row length, a multiple of 4);
                 rows longer than it stay exact, they only cost more
+    sync_rows   X sharded over devices (``svmopt.shard_rows``): the rows each device steps through
+                between two all-reduces (see ``_sharded_pass``; every variant then runs those serial
+                segments)
     """
 
     variant: str = static("serial")
@@ -118,6 +124,7 @@ class DualCD(Method):
     seed: Any = 0
     block_size: int = static(16)
     width: Any = static(None)
+    sync_rows: int = static(8)
 
     name = "dual_cd"
     certify_every = 2  # the gap costs little next to a pass: check it often
@@ -143,7 +150,7 @@ class DualCD(Method):
             if sv is not None and (isinstance(sv, bool) or np.ndim(sv) != 0
                                    or not np.issubdtype(np.asarray(sv).dtype, np.integer)):
                 raise TypeError(f"dual_cd seed must be an int or a jax.random key, got {seed!r}")
-        for field in ("block_size",) + (("width",) if self.width is not None else ()):
+        for field in ("block_size", "sync_rows") + (("width",) if self.width is not None else ()):
             v = getattr(self, field)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"dual_cd {field} must be a positive integer, got {v!r}")
@@ -171,6 +178,8 @@ class DualCD(Method):
 
     # -- state: w, alpha, the static row table, the active set and LIBLINEAR's Mbar / mbar
     def init(self, pb: Problem, start: Start) -> DCDState:
+        if _sharded(pb):
+            return _sharded_init(self, pb, start)
         dt, n, d = pb.dtype, pb.n, pb.d
         lower, upper, quad = pb.loss.box_diagonal()
         cs = pb.cs
@@ -207,7 +216,9 @@ class DualCD(Method):
     def step(self, pb: Problem, st: DCDState) -> DCDState:
         key, sub = jax.random.split(_wrap(st.key))
         d = st._asdict()
-        if self.variant == "online":
+        if _sharded(pb):
+            w, alpha, M, m, kept = _sharded_pass(self, pb, st, sub)
+        elif self.variant == "online":
             w, alpha = _online_pass(pb, d, sub)
             M, m = _exact_extremes(pb, d, w, alpha)
             kept = st.active
@@ -244,6 +255,101 @@ class DualCD(Method):
         return Start(st.w, jnp.zeros((), st.w.dtype), st.alpha, jnp.asarray(PRIMAL | DUAL, jnp.int32), aux)
 
 
+# ---------------------------------------------------------------- rows over several devices
+def _sharded(pb) -> bool:
+    return getattr(pb.op, "mesh", None) is not None  # svmopt.sharding.ShardedOperator
+
+
+_LOCAL = ("table", "cols", "tail", "long")  # per-device state: the records of the device's rows
+
+
+def _sharded_init(method, pb: Problem, start: Start) -> DCDState:
+    """Each device builds the records of its own rows; w = sum over devices of X_k^T (alpha y)_k.
+
+    The per-device parts travel in ``table`` with a leading device axis (other fields None)."""
+    from ..sharding import map_problem, replicated_specs, specs_like
+
+    def local(pbl, method, start):
+        st = DualCD.init(dataclasses.replace(method, variant="serial"), pbl, start)
+        blob = jax.tree_util.tree_map(lambda a: a[None], {k: getattr(st, k) for k in _LOCAL})
+        return st._replace(w=lax.psum(st.w, AXIS), n_active=lax.psum(st.n_active, AXIS), table=blob,
+                           **{k: None for k in _LOCAL[1:]})
+
+    return map_problem(local, pb, (method, start), (replicated_specs(method), specs_like(start, pb.n)),
+                       _sharded_specs())
+
+
+def _sharded_specs():
+    R, rows = P(), P(AXIS)
+    return DCDState(w=R, alpha=rows, table=rows, cols=None, tail=None, long=None, active=rows, Mbar=R, mbar=R,
+                    crit=R, done=R, n_active=R, key=R, eps=R, layout=None)
+
+
+def _sharded_pass(method, pb: Problem, st: DCDState, key):
+    """Serial steps on every device over its own active rows, synchronised every ``sync_rows``.
+
+    A pass walks each device's active rows in a fresh random order, in segments of H =
+    ``sync_rows`` rows. In a segment every device takes exact serial steps (eq. 12, 8, 9, 13)
+    on its H rows from the shared w, keeping its own copy of w; then one all-reduce sums the
+    moves, v = sum_k X_k^T (y Delta_k), and the block of K H coordinates moves by t Delta with
+    t in [0, 1] the exact minimiser of the dual along Delta (as in the block variant): along t
+    the dual changes by t (w.v + sum (D a - 1) Delta) + t^2/2 (|v|^2 + sum D Delta^2), so it
+    never increases. Communication: one all-reduce of d + 2 numbers per segment, n / (K H)
+    segments per pass. Where rows share features (a bias feature: all of them) the devices'
+    moves overlap and long segments stall far from the optimum; syncing once per pass (CoCoA,
+    also with CoCoA+'s K-scaled local problems) is the extreme case. The default H = 8 is the
+    longest that kept the serial pass's linear convergence in ``bench/devices.py``."""
+    from ..sharding import map_problem, replicated_specs
+
+    H = method.sync_rows
+
+    def local(pbl, method, st, key):
+        d = dict(st._asdict(), **jax.tree_util.tree_map(lambda a: a[0], st.table))
+        n, width = pbl.n, d["table"].shape[1] - 4
+        Mbar, mbar = _bounds(method, d)
+        k = jax.random.fold_in(_wrap(key), lax.axis_index(AXIS))  # an own random order on every device
+        order, counts = _grouped(_random_order(k, n), jnp.where(d["active"], d["long"].astype(jnp.int32), 2))
+        n_short, n_act = counts[0], counts[0] + counts[1]
+        recs = _records(d, order, H)  # padded to a multiple of H: a segment never runs past the end
+        n_pad = recs["table"].shape[0]
+        a0 = jnp.concatenate([d["alpha"][order], jnp.zeros((n_pad - n,), d["alpha"].dtype)])
+        recs["alpha"] = a0
+        Dii = recs["table"][:, width]
+        out = jnp.zeros((n_pad, 3), a0.dtype).at[:, 0].set(a0)
+        short = _serial_body(recs, width, Mbar, mbar, tails=False)
+        tails = d["tail"] is not None
+        long_ = _serial_body(recs, width, Mbar, mbar, tails=True) if tails else None
+
+        def segment(j, carry):
+            w, out = carry
+            lo = j * H
+            hi = jnp.minimum(lo + H, n_act)
+            c = lax.fori_loop(lo, jnp.minimum(hi, n_short), short, (w, out))
+            if tails:
+                c = lax.fori_loop(jnp.maximum(lo, n_short), hi, long_, c)
+            w_k, out = c
+            a, D = lax.dynamic_slice_in_dim(a0, lo, H), lax.dynamic_slice_in_dim(Dii, lo, H)
+            dlt = lax.dynamic_slice_in_dim(out[:, 0], lo, H) - a  # 0 for rows not stepped
+            both = lax.psum(jnp.concatenate([w_k - w, jnp.stack([jnp.sum((D * a - 1.0) * dlt),
+                                                                 jnp.sum(D * dlt * dlt)])]), AXIS)
+            v = both[:-2]  # one all-reduce of d + 2 numbers
+            slope, curv = jnp.vdot(w, v) + both[-2], jnp.vdot(v, v) + both[-1]
+            t = jnp.where(curv > 0, jnp.clip(-slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0), 1.0)
+            out = lax.dynamic_update_slice_in_dim(out, (a + t * dlt)[:, None], lo, 0)
+            return w + t * v, out
+
+        n_seg = lax.pmax((n_act + H - 1) // H, AXIS)
+        w, out = lax.fori_loop(0, n_seg, segment, (st.w, out))
+        kept = (jnp.arange(n) < n_act) & (out[:n, 2] == 0)
+        M, m = _extremes(out[:n, 1], kept)
+        return (w, d["alpha"].at[order].set(out[:n, 0]), lax.pmax(M, AXIS), lax.pmin(m, AXIS),
+                jnp.zeros((n,), bool).at[order].set(kept))
+
+    R, rows = P(), P(AXIS)
+    return map_problem(local, pb, (method, st, jax.random.key_data(key)),
+                       (replicated_specs(method), _sharded_specs(), R), (R, rows, R, R, rows))
+
+
 # ---------------------------------------------------------------- the coordinate update (eq. 8, 9, 16)
 def _update(a, G, lo, hi, invq, Mbar, mbar):
     """New alpha, projected gradient (0 when shrunk) and shrink flag; elementwise."""
@@ -270,16 +376,30 @@ def _serial_pass(method, pb: Problem, st, key):
     """Algorithm 1 over the active coordinates in a fresh random order (Sections 3.1-3.2)."""
     n, width = pb.n, st["table"].shape[1] - 4
     Mbar, mbar = _bounds(method, st)
-    # active short rows first, then active long rows, shrunk ones last (not visited)
-    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], st["long"].astype(jnp.int32), 2))
-    n_short, n_act = counts[0], counts[0] + counts[1]
+    # the active coordinates in one random order, shrunk ones last (not visited)
+    order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], 0, 2))
+    n_act = counts[0]
     recs = _records(st, order, 1)
     recs["alpha"] = st["alpha"][order]
     out = jnp.zeros((n, 3), recs["alpha"].dtype).at[:, 0].set(recs["alpha"])  # new alpha, PG, shrink flag
-    carry = lax.fori_loop(0, n_short, _serial_body(recs, width, Mbar, mbar, tails=False), (st["w"], out))
-    if st["tail"] is not None:
-        carry = lax.fori_loop(n_short, n_act, _serial_body(recs, width, Mbar, mbar, tails=True), carry)
-    w, out = carry
+    short = _serial_body(recs, width, Mbar, mbar, tails=False)
+    if st["tail"] is None:
+        w, out = lax.fori_loop(0, n_act, short, (st["w"], out))
+    else:
+        # long rows keep their random places (visiting them after the short ones, a fixed
+        # two-group order, stalls the descent): the short runs between them are plain loops
+        # and only the long rows take the tail-walking step
+        step_long = _serial_body(recs, width, Mbar, mbar, tails=True)
+        is_long = st["long"][order] & (jnp.arange(n) < n_act)
+        n_long = jnp.sum(is_long, dtype=jnp.int32)
+        at = jnp.nonzero(is_long, size=n, fill_value=0)[0].astype(jnp.int32)  # their places, in pass order
+        after = lambda k: jnp.where(k > 0, at[jnp.maximum(k - 1, 0)] + 1, 0)  # first place past long row k-1
+
+        def run(k, carry):  # the short rows before long row k, then long row k
+            return step_long(at[k], lax.fori_loop(after(k), at[k], short, carry))
+
+        carry = lax.fori_loop(0, n_long, run, (st["w"], out))
+        w, out = lax.fori_loop(after(n_long), n_act, short, carry)
     kept = (jnp.arange(n) < n_act) & (out[:, 2] == 0)
     return (w, st["alpha"].at[order].set(out[:, 0]), *_extremes(out[:, 1], kept),
             jnp.zeros((n,), bool).at[order].set(kept))
@@ -588,3 +708,4 @@ def _wrap(data):
 
 
 dual_cd = DualCD()
+"""Dual coordinate descent (Hsieh et al. 2008, LIBLINEAR's -s 1 / -s 3) with its defaults."""

@@ -32,16 +32,15 @@ Lipschitz constant L = L_R + L_loss, L_R = reg.lipschitz(), and with W_i = C s_i
           Computed once; a later stage scales it by max_i l''_i(mu_t) / l''_i(mu_0).
   "paper" n max_i W_i (||x_i||^2 + 1)  (eq. 21, 48, 52; eq. 56 prints the LS-SVM bound
           without the factor n, which is not an upper bound, so the n is kept there too).
-  "paper" is 2.1x (a9a) to 4x (heart_scale) larger, and "power" needs 1.4-1.7x fewer
-  iterations (default homotopy to its stop: heart_scale 519 vs 874, a1a 3062 vs 4247, a9a
-  4646 vs 6575; plain mu = 0.02: a9a 4213 vs 5932; LS-SVM heart_scale to grad 1e-10: 1637 vs 4397).
+  "paper" is several times larger than "power", which therefore needs fewer iterations
+  (bench/results/design-notes.md, NESVM).
 
 Kernel form (end of Section II-C): with ``pb.kernel`` the variable is beta (n,), f = K beta
 + b, penalty 1/2 beta^T K beta, and eqs. 33-35 run in the RKHS, i.e. on w = sum_j beta_j
 phi(x_j): the gradient in beta coordinates is beta + C s y l'(m), one K matvec per
 iteration, L as above with K for X X^T, and mu_i = mu max_j |K_ij| (the rows of K(X,X)Y).
-(The literal Euclidean gradient in beta, K (beta + ...), has curvature K + K W K: 80x
-larger L and 20-35x more iterations on heart_scale.) The result is alpha >= 0 with beta =
+(The literal Euclidean gradient in beta, K (beta + ...), has curvature K + K W K: a far
+larger L and many more iterations.) The result is alpha >= 0 with beta =
 alpha y (``summarize``). K is precomputed in blocks and carried: O(n^2) memory (plus dense
 X), refused above ``kernel_budget`` bytes (1 GiB: n <= 11585 in float64, 16384 in float32).
 
@@ -49,7 +48,7 @@ Stopping (``criterion``), per stage (``stage_tol``, default 100 obj_tol) and at 
 stage (``obj_tol``), never within the first ``min_stage_iters`` iterations of a stage
 (Nesterov's first steps from a start are short by design, so small changes there say nothing):
   "objective" (default) the paper's |F_mu(w^{k+1}) - F_mu(w^k)| < eps made RELATIVE: divided
-              by |F_mu(w^k)|. obj_tol = 1e-7 is the paper's absolute 1e-3 at a9a's scale.
+              by |F_mu(w^k)|. obj_tol = 1e-7 is the paper's absolute 1e-3 at the scale of a9a's objective.
   "grad"      ||grad F_mu(w^k)|| <= obj_tol ||grad F_mu(w^0)||.
   "gap"       relative duality gap of the smoothed problem <= obj_tol.
 None of these is a certificate for the problem as asked (the smoothed problem is another
@@ -62,12 +61,10 @@ optimum of the problem the user asked for, whatever mu it started from.
 
 Defaults. Plain NESVM: mu = 5, w0 = w* = 0 (the paper's Section IV; its smoothed optimum is
 20-30% above the hinge optimum, so the certificate makes it continue with smaller mu). Homotopy: mu0 = 0.2, mu* = 0.02 (10 stages), nu0 = 1e-3, nu* = 1e-4:
-the hinge objective lands within 3e-4 of LIBLINEAR's optimum (a9a 2.1e-4 in 4646 iterations,
-heart_scale 2.8e-4 in 519, a1a 5.5e-5 in 3062; float32 alike). Starting at the paper's 5
-only adds stages (1.6-6x more iterations); keeping w* at 0 instead of ``recenter`` costs 2-4x.
-Homotopy vs plain NESVM at the same mu* (iterations until F_mu*(w^k) reaches homotopy's final
-value): heart_scale 519 vs 856, a1a 3062 vs 5294; a9a is even at the defaults (4646 vs 4377)
-and homotopy wins for more accurate targets (mu* = 0.005, tol = 1e-8: 10377 vs 15231).
+the hinge objective lands within a few 1e-4 of LIBLINEAR's optimum. Starting at the paper's 5
+only adds stages; keeping w* at 0 instead of ``recenter`` costs more iterations, and homotopy
+beats plain NESVM at the same mu* on most sets (the measurements behind these defaults:
+bench/results/design-notes.md, NESVM).
 """
 from __future__ import annotations
 
@@ -522,4 +519,6 @@ def _kernel_matrix(pb: Problem, block):
 
 
 nesvm = NESVM()
+"""NESVM (Zhou et al. 2010), Nesterov's method on the smoothed primal, with its defaults."""
 homotopy_nesvm = NESVM(homotopy=True)
+"""Homotopy NESVM: smoothing mu_t = mu0 / (t + 1), each stage warm-started from the last."""

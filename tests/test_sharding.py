@@ -1,0 +1,191 @@
+"""Rows, classes and processes over devices (svmopt.sharding, driver.run_batch lanes).
+
+Two host devices need XLA_FLAGS before jax is imported, so those cases run in a
+subprocess (tests/sharded_cases.py) and report numbers that are compared here; the
+two-process case runs tests/distributed_case.py twice on 127.0.0.1 (CPU, gloo).
+References: the same solve on one device (float64, certified gaps), separate binary
+solves for one-vs-rest, and the whole file for load_svmlight's shards.
+"""
+import io
+import json
+import lzma
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import DATA, data_path
+
+import svmopt
+from svmopt.io import LibsvmFormatError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env():
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, SVMOPT_DATA=str(DATA), PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
+
+
+def run_case(*args, timeout=1200):
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "sharded_cases.py"), *map(str, args)],
+                       capture_output=True, text=True, timeout=timeout, env=_env())
+    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, (p.stdout[-2000:], p.stderr[-4000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_shard_rows_layout():
+    """2001 rows over 2 devices: 1001 rows each, one padding row (zeros, label NaN, weight 0);
+    the sparse blocks hold exactly X's entries, the dense array is X."""
+    r = run_case("layout")
+    assert r["shape"] == [2002, 123] and r["dense_shape"] == [2002, 123] and r["n_local"] == 1001
+    assert r["x_exact"] and r["xd_exact"] and r["y_exact"] and r["w_exact"]
+    assert np.isnan(r["y_pad"]).all() and r["w_pad"] == [0.0]
+    assert r["spec"] == "P('rows',)" and r["devices"] == ["cpu:0", "cpu:1"]
+    assert sum(r["blocks"]) == r["nnz"] and min(r["blocks"]) > 0  # each device holds its own rows' entries
+
+
+def _check_equal(res, methods, rel=1e-6):
+    """Sharded and one-device solves of the same problem: both certified, objectives within
+    1e-6 (and within the sum of the gaps), w within the strong-convexity bound sqrt(2 gap)."""
+    assert sorted(res) == sorted(methods)
+    for m, r in res.items():
+        one, two = r["one"], r["two"]
+        assert one["status"] == 0 and two["status"] == 0, (m, one["status"], two["status"])
+        assert "'rows'" in r["sharding"], (m, r["sharding"])  # the sharded run kept its rows split
+        p1, p2 = one["primal"], two["primal"]
+        assert abs(p1 - p2) <= rel * abs(p1), (m, p1, p2)
+        assert abs(p1 - p2) <= one["gap"] + two["gap"] + 1e-9 * abs(p1), (m, p1, p2, one["gap"], two["gap"])
+        dw = np.linalg.norm(np.subtract(one["w"], two["w"]))
+        assert dw <= np.sqrt(2 * one["gap"]) + np.sqrt(2 * two["gap"]) + 1e-9, (m, dw)
+
+
+ALL = "alm,nesvm,cutting_plane,dual_cd"
+
+
+@pytest.mark.parametrize("name, rows, layout, methods", [
+    ("a9a", 2001, "sparse", ALL),                           # n odd: one padding row
+    ("ijcnn1", 1501, "dense", "alm,dual_cd"),
+    pytest.param("a9a", 2001, "dense", ALL, marks=pytest.mark.slow),
+    pytest.param("ijcnn1", 1501, "sparse", ALL, marks=pytest.mark.slow),
+    pytest.param("a9a", 32561, "sparse", ALL, marks=pytest.mark.slow),
+])
+def test_sharded_solve_equals_one_device(name, rows, layout, methods):
+    _check_equal(run_case("equal", name, rows, layout, methods, 1e-7), methods.split(","))
+
+
+@pytest.mark.slow
+def test_sharded_float32():
+    """float32: the sharded solve certifies the same default tolerance and lands as close."""
+    res = run_case("equal", "a9a", 2001, "sparse", ALL, 1e-3, "float32")
+    for m, r in res.items():
+        assert r["one"]["status"] == 0 and r["two"]["status"] == 0, m
+        assert abs(r["one"]["primal"] - r["two"]["primal"]) <= r["one"]["gap"] + r["two"]["gap"] + 1e-5 * abs(
+            r["one"]["primal"]), m
+
+
+def test_one_vs_rest_over_devices():
+    """letter (1500 rows, 26 classes), dual CD, hinge: per-class passes range over more than 10x.
+
+    Classes as lanes over the two devices: every class stops exactly where its own binary solve
+    on one device stops (same iterations, same objective), so a fast class never runs as long
+    as the slowest; both lanes stay busy until the last class. Rows over the two devices: each
+    class certified, within the strong-convexity bound of the binary solve."""
+    r = run_case("ovr", 1500, "dual_cd", "hinge")
+    lanes, one, rows = r["lanes"], r["one"], r["rows"]
+    it = np.array(one["iterations"])
+    assert it.max() >= 10 * it.min()
+    assert lanes["iterations"] == one["iterations"]
+    np.testing.assert_allclose(lanes["primal"], one["primal"], rtol=1e-9)
+    chunks = lanes["chunks"]  # lanes running per chunk: both, until no class is left to start
+    assert chunks[0] == 2 and all(a >= b for a, b in zip(chunks, chunks[1:])) and chunks.count(2) > len(it) // 2
+    assert all(s == 0 for s in lanes["status"]) and all(s == 0 for s in rows["status"])
+    for k in range(len(it)):
+        g1, g2 = one["gap"][k], rows["gap"][k]
+        assert abs(one["primal"][k] - rows["primal"][k]) <= g1 + g2 + 1e-9
+        z1, z2 = np.append(one["w"][k], one["b"][k]), np.append(rows["w"][k], rows["b"][k])
+        assert np.linalg.norm(z1 - z2) <= np.sqrt(2 * g1) + np.sqrt(2 * g2) + 1e-9
+
+
+# ---------------------------------------------------------------------------------- two processes
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_same_w(tmp_path):
+    """jax.distributed on 127.0.0.1: each process reads half of a1a and passes only its rows.
+
+    Both get the same w; it is the w of one process holding the same rows on two devices to
+    the solve's certified gaps, and the one-device solve certifies the objective."""
+    port, out = _free_port(), [tmp_path / f"p{i}.json" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "distributed_case.py"), str(i), "2", str(port),
+                               "alm", "1e-4", str(out[i])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
+             for i in range(2)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=600)[0].decode(errors="replace"))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), [log[-3000:] for log in logs]
+    r0, r1 = (json.loads(o.read_text()) for o in out)
+    assert (r0["process"], r1["process"], r0["devices"]) == (0, 1, 2)
+    assert r0["w"] == r1["w"] and r0["b"] == r1["b"] and r0["primal"] == r1["primal"]  # the same w everywhere
+    assert r0["status"] == 0 and r0["local_rows"] + r1["local_rows"] == 1605
+
+    X, y = svmopt.load_svmlight(data_path("a1a"), n_features=123)
+    assert (r0["local_rows"], r1["local_rows"]) == (803, 802)  # so one process splits the rows alike
+    ref = run_case("rows2", "a1a", 1e-4)
+    # the same solve to its tolerance: both certify their gaps, and 1/2 |w - w*|^2 <= gap for
+    # the objective, 1-strongly convex in w (the compiled CSR kernel may sum in another order than
+    # the one-process program, so the iterates need not agree bit for bit)
+    w0, wr = np.asarray(r0["w"]), np.asarray(ref["w"][:len(r0["w"])])
+    assert np.linalg.norm(w0 - wr) <= np.sqrt(2 * r0["gap"]) + np.sqrt(2 * ref["gap"]) + 1e-9
+    assert np.allclose(ref["w"][len(r0["w"]):], 0)
+    one = svmopt.solve(X[:, :len(r0["w"])], y, dtype="float64", tol=1e-4)
+    assert abs(r0["primal"] - float(one.primal_objective)) <= r0["gap"] + float(one.gap)
+
+
+# ---------------------------------------------------------------------------------- reading shards
+@pytest.fixture(scope="module")
+def a9a_text():
+    return lzma.open(data_path("a9a")).read()
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_load_svmlight_shards_partition_the_file(count, a9a_text, tmp_path):
+    """The shards of a plain and a compressed file are the file's rows, in order, each once."""
+    X, y = svmopt.load_svmlight(data_path("a9a"), n_features=123)
+    plain = tmp_path / "a9a.txt"
+    plain.write_bytes(a9a_text)
+    for src in (plain, data_path("a9a")):
+        parts = [svmopt.load_svmlight(src, n_features=123, shard=(i, count)) for i in range(count)]
+        assert (sp.vstack([p[0] for p in parts]) != X).nnz == 0
+        np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)
+        assert max(p[0].shape[0] for p in parts) - min(p[0].shape[0] for p in parts) < 0.01 * X.shape[0]
+
+
+def test_load_svmlight_shard_errors_name_the_global_line(a9a_text):
+    lines = a9a_text.split(b"\n")
+    lines[20000] = b"+1 3:1 2:1"  # indices must increase
+    bad = b"\n".join(lines)
+    hits = []
+    for i in range(3):
+        try:
+            svmopt.load_svmlight(io.BytesIO(bad), shard=(i, 3))
+        except LibsvmFormatError as e:
+            hits.append((i, e.lineno))
+    assert hits == [(1, 20001)]
+    with pytest.raises(ValueError, match="shard must be"):
+        svmopt.load_svmlight(io.BytesIO(bad), shard=(3, 3))
+    X, y = svmopt.load_svmlight(io.BytesIO(b"+1 1:1\n"), shard=(1, 2))  # a share with no line start
+    assert X.shape == (0, 0) and y.shape == (0,)
