@@ -218,7 +218,8 @@ def _loop(method, pb: Problem, loop: Loop, k0, code0, until):
 
 def _init_fn(method, pb, start):
     dt = pb.dtype
-    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), jnp.zeros((pb.n,), dt))
+    # alpha like the rows' weights: on row-sharded X it lives where the rows live
+    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), jnp.zeros_like(pb.cs, dt))
 
 
 def core(method, pb: Problem, start: Start, max_iter) -> Summary:
@@ -335,8 +336,8 @@ class Progress:
         else:
             step = 1 if per_iter is None else int(min(self.TARGET / max(per_iter, 1e-9), self.GROWTH * self.last_step))
             every = self.every()
-            if every:
-                step = min(step, every - k % every)
+            if every:  # a callback with ``every`` sees exactly the multiples of every
+                step = every - k % every if per_iter is None else min(step, every - k % every)
         step = max(1, step)
         self.last_step = step
         return int(min(max_iter, k + step))
