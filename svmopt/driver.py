@@ -218,8 +218,9 @@ def _loop(method, pb: Problem, loop: Loop, k0, code0, until):
 
 def _init_fn(method, pb, start):
     dt = pb.dtype
-    # alpha like the rows' weights: on row-sharded X it lives where the rows live
-    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), jnp.zeros_like(pb.cs, dt))
+    # alpha computed from the rows' weights (finite): on row-sharded X it lives where the rows live,
+    # as the chunks' alpha does (a constant zeros would be replicated, and the chunk's input sharding differ)
+    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt))
 
 
 def core(method, pb: Problem, start: Start, max_iter) -> Summary:
