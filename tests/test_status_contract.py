@@ -37,7 +37,7 @@ WIDTH = 123  # a1a's; the narrower sets get zero columns
 # method -> intercept mode: "free" (b unregularized) or "bias" (LIBLINEAR's bias feature, scaling 1)
 METHODS = {"alm": (alm, "free"), "nesvm": (nesvm, "free"), "homotopy_nesvm": (homotopy_nesvm, "free"),
            "alfpgm": (alfpgm, "free"), "dual_cd": (dual_cd, "bias"), "cutting_plane": (cutting_plane, "bias")}
-SQUARED = ["alm", "nesvm", "homotopy_nesvm", "dual_cd", "cutting_plane"]  # alfpgm is the hinge's dual
+SQUARED = ["alm", "nesvm", "homotopy_nesvm", "dual_cd"]  # alfpgm: the hinge's dual; cutting_plane: the hinge only
 
 
 @lru_cache(maxsize=None)
