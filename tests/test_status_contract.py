@@ -103,7 +103,9 @@ def check_contract(name, n, mname, loss, dtype, tol_slack=1e-6):
     warned = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     p = 1 if loss == "hinge" else 2
     tol = method.tol
-    eps = 1e-9 if dtype == "float64" else 2e-5  # rounding of the reported numbers
+    # rounding of the reported numbers: in float32 the objectives are sums of n terms up to C (and
+    # AL-FPGM's come from a maintained gradient): measured up to 3e-5 relative (alfpgm, C = 100)
+    eps = 1e-9 if dtype == "float64" else 1e-4
     for i, C in enumerate(CS):
         w, b = np.asarray(r.w[i], np.float64), float(r.b[i])
         P, gap, status = float(r.primal_objective[i]), float(r.gap[i]), Status(int(r.status[i]))
