@@ -137,19 +137,37 @@ class SparseOperator:
         return cls(*children, shape, impl)
 
     @classmethod
-    def from_scipy(cls, A, dtype, impl: str = "auto"):
+    def from_scipy(cls, A, dtype, impl: str = "auto", nnz_to: int | None = None, pad_rows: int = 1):
+        """CSR arrays of ``A``. ``nnz_to``: store that many entries, the extra ones explicit
+        zeros (column 0) at the start of the last ``pad_rows`` rows, so that matrices whose
+        nnz fall in one bucket share array shapes (and compiled programs); products, norms
+        and row walks are unchanged by them."""
         A = sp.csr_matrix(A)
         A.sum_duplicates()
         A.sort_indices()
         n = A.shape[0]
-        if A.nnz >= 2**31:
-            raise ValueError(f"X has {A.nnz} stored entries; the sparse operator indexes them with int32 (< 2**31)")
-        row_ids = np.repeat(np.arange(n, dtype=np.int32), np.diff(A.indptr))
+        nnz = max(A.nnz, nnz_to or 0)
+        if nnz >= 2**31:
+            raise ValueError(f"X has {nnz} stored entries; the sparse operator indexes them with int32 (< 2**31)")
+        counts = np.diff(A.indptr)
+        data, indices, indptr = A.data, A.indices, A.indptr
+        if nnz > A.nnz and n > 0:
+            m = int(min(max(pad_rows, 1), n))
+            add = np.zeros(n, np.int64)
+            add[n - m:] = (nnz - A.nnz) // m
+            add[n - m:n - m + (nnz - A.nnz) % m] += 1
+            indptr = np.concatenate([[0], np.cumsum(counts + add)])
+            at = np.repeat(indptr[:-1] + add - A.indptr[:-1], counts) + np.arange(A.nnz)  # real entries after
+            data = np.zeros(nnz, A.data.dtype)
+            indices = np.zeros(nnz, np.int32)
+            data[at], indices[at] = A.data, A.indices
+            counts = counts + add
+        row_ids = np.repeat(np.arange(n, dtype=np.int32), counts)
         return cls(
-            jnp.asarray(A.data, dtype=dtype),
-            jnp.asarray(A.indices, dtype=jnp.int32),
+            jnp.asarray(data, dtype=dtype),
+            jnp.asarray(indices, dtype=jnp.int32),
             jnp.asarray(row_ids),
-            jnp.asarray(A.indptr, dtype=jnp.int32),
+            jnp.asarray(indptr, dtype=jnp.int32),
             A.shape,
             impl,
         )
@@ -216,8 +234,13 @@ AUTO_DENSE_MIN_DENSITY = 0.25
 AUTO_DENSE_MAX_BYTES = 512 * 2**20
 
 
-def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "auto"):
+def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "auto",
+                nnz_bucket=None, pad_rows: int = 1):
     """Wrap numpy / jax / scipy.sparse X as an operator of ``dtype``.
+
+    ``nnz_bucket``: a function of the number of stored entries giving the number to store
+    (sparse result only; explicit zeros in the last ``pad_rows`` rows, see
+    ``SparseOperator.from_scipy``), so CV folds of nearby sizes share one compiled program.
 
     ``bias_scale`` appends a constant column of that value (LIBLINEAR's ``-B``
     convention: the intercept becomes a regularized weight). ``layout`` is
@@ -241,7 +264,8 @@ def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "a
         A = sp.csr_matrix(X)
         if bias_scale is not None:
             A = sp.hstack([A, np.full((A.shape[0], 1), bias_scale)], format="csr")
-        return SparseOperator.from_scipy(A, dtype or jnp.float32)
+        nnz_to = None if nnz_bucket is None else int(nnz_bucket(A.nnz))
+        return SparseOperator.from_scipy(A, dtype or jnp.float32, nnz_to=nnz_to, pad_rows=pad_rows)
     A = jnp.asarray(X, dtype=dtype)
     if bias_scale is not None:
         A = jnp.concatenate([A, jnp.full((A.shape[0], 1), bias_scale, A.dtype)], axis=1)

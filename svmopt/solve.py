@@ -182,7 +182,8 @@ def bucket_rows(n: int) -> int:
 
 
 def _pad(X, y, s, n_pad):
-    """Append zero rows (label +1, weight 0) and, for CSR, keep nnz on a bucket too."""
+    """Append zero rows (label +1, weight 0); ``as_operator(nnz_bucket=)`` keeps a CSR's
+    number of stored entries on a bucket too (explicit zeros in these rows)."""
     n = X.shape[0]
     if n_pad == n:
         return X, y, s
@@ -237,9 +238,11 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
         if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
         fit_intercept = False
-    if bucket and not isinstance(X, (DenseOperator, SparseOperator)):
+    bucketed = bucket and not isinstance(X, (DenseOperator, SparseOperator))
+    if bucketed:
         X, y_pm, s = _pad(X, y_pm, s, bucket_rows(n))
-    op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout)
+    op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
+                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=X.shape[0] - n)
     pb = build_problem(op, y_pm, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, classes, C_arr
 
