@@ -356,6 +356,22 @@ def _libsvm_linear(X, y, C=1.0):
     return 0.5 * w @ w + C * np.maximum(0.0, 1 - y * (X @ w + b)).sum()
 
 
+@functools.lru_cache(maxsize=None)
+def _default_case(name, rows, loss):
+    """(X, y, P*) of a set (a seeded subsample of ``rows`` rows, or all), computed once per loss."""
+    from references import newton
+
+    X, y = load(name)
+    X, yy = sp.csr_matrix(X), pm(y)
+    if rows:
+        idx = np.sort(np.random.default_rng(0).choice(X.shape[0], rows, replace=False))
+        X, yy = X[idx], yy[idx]
+    if loss == "hinge":
+        return X, yy, _libsvm_linear(X, yy)
+    w, b = newton(X, yy, "squared_hinge")
+    return X, yy, 0.5 * w @ w + np.sum(np.maximum(0.0, 1 - yy * (X @ w + b)) ** 2)
+
+
 DEFAULT_SETS = [("heart_scale", 0), ("diabetes_scale", 0), ("a9a", 1000),
                 pytest.param("a9a", 0, marks=pytest.mark.slow)]
 
@@ -368,19 +384,8 @@ def test_defaults_reach_the_optimum(name, rows, loss, method):
     peer's optimum (LIBSVM for the hinge, Newton for the squared hinge), and CONVERGED comes
     with a certified gap that bounds the true error. (Issue 12 measured plain nesvm's default
     9-44% above the optimum, reported as converged.)"""
-    from references import newton
-
-    X, y = load(name)
-    X, yy = sp.csr_matrix(X), pm(y)
-    if rows:
-        idx = np.sort(np.random.default_rng(0).choice(X.shape[0], rows, replace=False))
-        X, yy = X[idx], yy[idx]
+    X, yy, ref = _default_case(name, rows, loss)
     p = 1 if loss == "hinge" else 2
-    if p == 1:
-        ref = _libsvm_linear(X, yy)
-    else:
-        w, b = newton(X, yy, "squared_hinge")
-        ref = 0.5 * w @ w + np.sum(np.maximum(0.0, 1 - yy * (X @ w + b)) ** 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         r = svmopt.solve(X, yy, loss=hinge if p == 1 else svmopt.losses.squared_hinge, method=method)
