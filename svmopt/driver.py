@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .problem import Problem, dual_objective, primal_objective, project_dual
+from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual
 from .result import Status
 from .solvers._base import COLD, Start
 
@@ -68,8 +68,19 @@ def has_dual(method, pb: Problem) -> bool:
     return pb.loss.has_dual and pb.reg.has_conjugate
 
 
-def objectives(method, pb: Problem, st):
-    """(iterate, primal, dual, best dual alpha) of the method's state (jittable)."""
+POLISH_WITHIN = 10.0  # polish the dual only when the plain candidates' relative gap is below 10 tol
+POLISH_BUDGET = 2.0  # the rows near the kink that polish_dual may free cost at most this * tol |P|
+
+
+def objectives(method, pb: Problem, st, polish: bool = True):
+    """(iterate, primal, dual, best dual alpha) of the method's state (jittable).
+
+    D is the best of the method's dual candidate and -C s l'(margin), each projected onto
+    the dual's feasible set (``project_dual``); with ``polish``, when that gap is within
+    ``POLISH_WITHIN`` times tol, the best one is improved by ``problem.polish_dual`` with the
+    method's ``polish_steps`` (a certificate then costs a few more matvecs, paid only near
+    the end of a solve).
+    """
     it = method.finalize(pb, st)
     if method.own_objectives(pb):
         primal, dual, alpha = method.objectives(pb, st, it)
@@ -84,13 +95,23 @@ def objectives(method, pb: Problem, st):
     if it.alpha is not None:
         cands.append(it.alpha)
     best, best_alpha = -jnp.inf, None
-    for a in cands:
-        a = project_dual(pb, a)
+
+    def consider(a, best, best_alpha):
         dval, _ = dual_objective(pb, a)
         dval = jnp.where(jnp.isfinite(dval), dval, -jnp.inf)
         take = dval > best
-        best = jnp.where(take, dval, best)
-        best_alpha = a if best_alpha is None else jnp.where(take, a, best_alpha)
+        return jnp.where(take, dval, best), (a if best_alpha is None else jnp.where(take, a, best_alpha))
+
+    for a in cands:
+        best, best_alpha = consider(project_dual(pb, a), best, best_alpha)
+    if polish and any(method.polish_steps) and can_polish(pb):
+        budget = POLISH_BUDGET * method.gap_tol() * jnp.abs(primal)
+
+        def improve(ba):
+            return consider(polish_dual(pb, ba[1], it.w, f, *method.polish_steps, budget=budget), *ba)
+
+        near = relative_gap(primal, best) <= POLISH_WITHIN * method.gap_tol()
+        best, best_alpha = lax.cond(near, improve, lambda ba: ba, (best, best_alpha))
     bound = method.dual_bound(pb, st)
     if bound is not None:  # e.g. the cutting plane's working-set dual: a valid lower bound too
         best = jnp.maximum(best, bound)
@@ -108,9 +129,39 @@ def final_status(code, primal, start, finite):
     return jnp.where(finite, status, Status.NONFINITE).astype(jnp.int32)
 
 
-def summarize(method, pb: Problem, st, k, code) -> Summary:
-    """Final w, b, objectives, gap, status and resume point from a state (jittable)."""
-    it, primal, dual, alpha = objectives(method, pb, st)
+class Loop(NamedTuple):
+    """What the loop carries: the method's state and the best certificate seen so far.
+
+    dual   the largest dual objective of the certificate checks so far (-inf before the first):
+           D(alpha) <= P* holds for every feasible alpha, whichever iterate it came from, so the
+           best one is kept (the duals of primal methods do not grow monotonically)
+    alpha  (n,) its dual point (zeros before the first check)
+    """
+
+    st: Any
+    dual: Any
+    alpha: Any
+
+
+def _best(loop: Loop, dual, alpha):
+    """The certificate (dual, alpha) or the loop's best, whichever is larger."""
+    take = dual >= loop.dual  # the latest wins ties; NaN (no dual) never replaces
+    if alpha is None or jnp.shape(alpha) != jnp.shape(loop.alpha):
+        return jnp.where(take, dual, loop.dual), None
+    return jnp.where(take, dual, loop.dual), jnp.where(take, alpha, loop.alpha)
+
+
+def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
+    """Final w, b, objectives, gap, status and resume point from a loop state (jittable).
+
+    D is the better of the final iterate's plain candidates (no polish: a summary is cheap)
+    and the best certificate of the loop (which certified a CONVERGED status)."""
+    st = loop.st
+    it, primal, dual, alpha = objectives(method, pb, st, polish=False)
+    best, best_alpha = _best(loop, dual, alpha)
+    dual = jnp.where(jnp.isfinite(best), best, dual)
+    if best_alpha is not None and pb.kernel is None:  # a kernel model's alpha is its expansion: keep the iterate's
+        alpha = best_alpha
     extras = dict(it.extras)
     if alpha is not None:
         extras["alpha"] = alpha
@@ -125,49 +176,59 @@ def summarize(method, pb: Problem, st, k, code) -> Summary:
 
 
 # ---------------------------------------------------------------------------------- the loop
-def _certify(method, pb, st, code, k):
+def _certify(method, pb, loop: Loop, code, k):
     """The method says CONVERGED (or a periodic check is due): CONVERGED only with a certified
     gap; a method whose own rule fired but whose gap is above tol tightens and goes on."""
     if not has_dual(method, pb):
-        return st, jnp.where(code == Status.CONVERGED, Status.UNCERTIFIED, code).astype(jnp.int32)
+        return loop, jnp.where(code == Status.CONVERGED, Status.UNCERTIFIED, code).astype(jnp.int32)
     every = method.certify_every
     claimed = code == Status.CONVERGED
     due = claimed if every is None else claimed | ((code == RUNNING) & (k % every == 0))
 
-    def check(st):
-        _, primal, dual, _ = objectives(method, pb, st)
+    def check(loop):
+        st = loop.st
+        _, primal, dual, alpha = objectives(method, pb, st)
+        dual, alpha = _best(loop, dual, alpha)
+        loop = loop._replace(dual=dual, alpha=loop.alpha if alpha is None else alpha)
         ok = relative_gap(primal, dual) <= method.gap_tol()
         tight = method.tighten(pb, st)
         if tight is None:
             fail = jnp.where(claimed, Status.UNCERTIFIED, code)
-            return st, jnp.where(ok, Status.CONVERGED, fail).astype(jnp.int32)
+            return loop, jnp.where(ok, Status.CONVERGED, fail).astype(jnp.int32)
         st = jax.tree_util.tree_map(lambda a, t: jnp.where(ok | ~claimed, a, t), st, tight)
-        return st, jnp.where(ok, Status.CONVERGED, RUNNING).astype(jnp.int32)
+        return loop._replace(st=st), jnp.where(ok, Status.CONVERGED, RUNNING).astype(jnp.int32)
 
-    return lax.cond(due, check, lambda s: (s, code), st)
+    return lax.cond(due, check, lambda s: (s, code), loop)
 
 
-def _loop(method, pb: Problem, state, k0, code0, until):
+def _loop(method, pb: Problem, loop: Loop, k0, code0, until):
     def cond(c):
         k, _, code = c
         return (k < until) & (code == RUNNING)
 
     def body(c):
-        k, st, _ = c
-        st = method.step(pb, st)
-        code = jnp.asarray(method.check(pb, st), jnp.int32)
-        st, code = _certify(method, pb, st, code, k + 1)
-        return k + 1, st, code
+        k, loop, _ = c
+        loop = loop._replace(st=method.step(pb, loop.st))
+        code = jnp.asarray(method.check(pb, loop.st), jnp.int32)
+        loop, code = _certify(method, pb, loop, code, k + 1)
+        return k + 1, loop, code
 
-    return lax.while_loop(cond, body, (k0, state, code0))
+    return lax.while_loop(cond, body, (k0, loop, code0))
+
+
+def _init_fn(method, pb, start):
+    dt = pb.dtype
+    # alpha computed from the rows' weights (finite): on row-sharded X it lives where the rows live,
+    # as the chunks' alpha does (a constant zeros would be replicated, and the chunk's input sharding differ)
+    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt))
 
 
 def core(method, pb: Problem, start: Start, max_iter) -> Summary:
     """init -> while_loop(step, check, certify) -> summarize; pure, jittable, vmappable."""
-    state = method.init(pb, start)
-    k, state, code = _loop(method, pb, state, jnp.asarray(0, jnp.int32), jnp.asarray(RUNNING, jnp.int32),
-                           jnp.asarray(max_iter, jnp.int32))
-    return summarize(method, pb, state, k, code)
+    loop = _init_fn(method, pb, start)
+    k, loop, code = _loop(method, pb, loop, jnp.asarray(0, jnp.int32), jnp.asarray(RUNNING, jnp.int32),
+                          jnp.asarray(max_iter, jnp.int32))
+    return summarize(method, pb, loop, k, code)
 
 
 def cold_start(method, pb: Problem) -> Start:
@@ -218,18 +279,22 @@ def _with_shardings(shapes, exe):
                                   exe.output_shardings)
 
 
-def _init_fn(method, pb, start):
-    return method.init(pb, start)
-
-
 def _chunk_fn(method, pb, state, k, code, until):
     k, state, code = _loop(method, pb, state, k, code, until)
     return state, k, code
 
 
-def _chunk_summary_fn(method, pb, state, k, code, until):
+def _chunk_summary_fn(method, pb, state, k, code, until, final=None, report=None):
+    """A chunk, and the summary when the run ends here (done, or k reached ``final``) or when
+    ``report`` asks for progress; otherwise a placeholder (a summary costs a certificate).
+    Without ``final`` and ``report`` (batches over lanes), always the summary."""
     k, state, code = _loop(method, pb, state, k, code, until)
-    return state, k, code, summarize(method, pb, state, k, code)
+    if final is None or report is None:
+        return state, k, code, summarize(method, pb, state, k, code)
+    need = report | (code != RUNNING) | (k >= final)
+    full = lambda: summarize(method, pb, state, k, code)  # noqa: E731
+    empty = lambda: jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(full))  # noqa: E731
+    return state, k, code, lax.cond(need, full, empty)
 
 
 def _summary_fn(method, pb, state, k, code):
@@ -249,27 +314,35 @@ class Progress:
     """
 
     TARGET = 0.2  # seconds per chunk: Ctrl-C and progress lines are seen about this often
+    GROWTH = 8  # a chunk has at most this many times the iterations of the one before
 
     def __init__(self, verbose=False, history=False, record_every=1, label=""):
         self.verbose, self.history, self.record_every, self.label = verbose, history, int(record_every), label
         self.rows: list = []
         self.last_print = -math.inf
         self.last_k = 0
+        self.last_step = 1
 
     def next_until(self, k, max_iter, per_iter, chunks=None):
-        """The next chunk's end. ``chunks`` (the number of chunks run so far) replaces the timing
-        rule by a fixed doubling 16, 32, ... 1024: several processes must run chunks of the same
-        length (the collectives inside must match), so no clock may decide it."""
+        """The iteration the next chunk runs to: about TARGET seconds at the measured per-iteration
+        time. The first chunk is one iteration (one iteration of a cutting plane or AL-FPGM on a
+        large problem can take a second) and a chunk grows at most ``GROWTH``-fold over the last,
+        so a slow iteration after fast ones cannot make a chunk run far past TARGET.
+        ``chunks`` (the number of chunks run so far) replaces the timing rule by a fixed doubling
+        16, 32, ... 1024: several processes must run chunks of the same length (the collectives
+        inside must match), so no clock may decide it."""
         if self.history:
             step = self.record_every
         elif chunks is not None:
             step = min(16 << min(chunks, 6), 1024)
         else:
-            step = 16 if per_iter is None else int(max(16, self.TARGET / max(per_iter, 1e-9)))
+            step = 1 if per_iter is None else int(min(self.TARGET / max(per_iter, 1e-9), self.GROWTH * self.last_step))
             every = self.every()
-            if every:
-                step = min(step, every - k % every)
-        return int(min(max_iter, k + max(1, step)))
+            if every:  # a callback with ``every`` sees exactly the multiples of every
+                step = every - k % every if per_iter is None else min(step, every - k % every)
+        step = max(1, step)
+        self.last_step = step
+        return int(min(max_iter, k + step))
 
     def every(self):
         """Iterations between progress lines (verbose=k, or a callable with an ``every`` attribute)."""
@@ -334,7 +407,9 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         summ, dt = _compile("summary", _summary_fn, chunk_args[:5])
         tc += dt
     else:
-        chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args, donate=(2,))
+        report = jnp.asarray(bool(verbose))
+        chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args + (i32(max_iter), report),
+                             donate=(2,))
         tc += dt
     t0 = time.perf_counter()
     state = jax.block_until_ready(init(method, pb, start))
@@ -352,7 +427,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
             state, k, code = chunk(method, pb, state, k, code, i32(until))
             jax.block_until_ready(state)
         else:
-            state, k, code, s = chunk(method, pb, state, k, code, i32(until))
+            state, k, code, s = chunk(method, pb, state, k, code, i32(until), i32(max_iter), report)
             jax.block_until_ready(s)
         dt = time.perf_counter() - t1
         elapsed += dt

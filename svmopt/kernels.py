@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -52,9 +53,12 @@ def _sqdist(A, B):
 
 
 def _positive(name, **vals):
+    """Each value finite and > 0 (traced values, e.g. a gamma being differentiated, pass)."""
     for k, v in vals.items():
-        if not v > 0:
-            raise ValueError(f"{name} needs {k} > 0, got {v}")
+        if isinstance(v, jax.core.Tracer):
+            continue
+        if not (np.ndim(v) == 0 and np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} needs a finite {k} > 0, got {v}")
 
 
 def _linear_block(p, A, B):
@@ -94,6 +98,10 @@ def _poly_diag(p, A):
 def polynomial(degree: int = 3, gamma: float = 1.0, coef0: float = 0.0) -> Kernel:
     """(gamma x.z + coef0)^degree (LIBSVM -t 1 -d degree -g gamma -r coef0)."""
     _positive("polynomial", gamma=gamma, degree=degree)
+    if not isinstance(degree, jax.core.Tracer) and float(degree) != int(degree):
+        raise ValueError(f"polynomial needs an integer degree (LIBSVM -d), got {degree}")
+    if not isinstance(coef0, jax.core.Tracer) and not (np.ndim(coef0) == 0 and np.isfinite(coef0)):
+        raise ValueError(f"polynomial needs a finite coef0, got {coef0}")
     return Kernel("polynomial", _poly_block, _poly_diag,
                   {"degree": jnp.asarray(degree), "gamma": jnp.asarray(gamma), "coef0": jnp.asarray(coef0)})
 

@@ -176,11 +176,12 @@ class Result:
         return np.asarray(X @ w.T).T + b[:, None]
 
     def predict(self, X):
-        """Labels for the rows of X. A row whose decision value is NaN (NaN in X) raises."""
+        """Labels for the rows of X. A row whose decision value is NaN or inf (NaN or inf in X) raises."""
         f = np.asarray(self.decision_function(X))
-        if np.isnan(f).any():
-            row = int(np.argwhere(np.isnan(f))[0][-1])
-            raise ValueError(f"the decision value of row {row} is NaN (NaN or inf in X?): no label to give")
+        if not np.isfinite(f).all():
+            row = int(np.argwhere(~np.isfinite(f))[0][-1])
+            raise ValueError(f"the decision value of row {row} is {f.ravel()[~np.isfinite(f.ravel())][0]} "
+                             "(NaN or inf in X?): no label to give")
         if self.classes is None:
             return np.where(f > 0, 1.0, -1.0)
         classes = np.asarray(self.classes)

@@ -232,6 +232,9 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
     y_pm, classes = encode_labels(y, n)
     C_arr = check_C(C, dt)
     s = check_weights(sample_weight, n)
+    if np.max(C_arr) * np.max(s) > float(np.finfo(np.dtype(dt)).max) / 1e3:  # the same margin as check_C
+        raise ValueError(f"C * sample_weight reaches {np.max(C_arr) * np.max(s):g}, beyond what "
+                         f"{np.dtype(dt).name} can solve with; use dtype=float64 or smaller weights")
     if intercept_scaling is not None:
         if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")

@@ -1,6 +1,7 @@
 """NESVM / homotopy NESVM on real data against independent references: LIBLINEAR, LIBSVM,
 scipy's linprog (HiGHS), the LS-SVM normal equations, scikit-learn and float64 L-BFGS."""
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -178,12 +179,13 @@ def test_lp_svm_matches_linprog(name):
     yy, C = pm(y), 0.1
     ref, w_ref = _lp_svm(X, yy, C)
     # dense input here (sparse elsewhere); breast-cancer is unscaled (||x_i||_inf up to 10) and mu_i = mu ||x_i||_inf
-    with pytest.warns(svmopt.ConvergenceWarning):  # the l1 dual certificate is loose: honest MAX_ITER
-        r = svmopt.solve(X.toarray(), y, loss=hinge, reg=l1, method=homotopy_nesvm(**LP_CASES[name]), C=C,
-                         dtype=F64, max_iter=4000)
+    r = svmopt.solve(X.toarray(), y, loss=hinge, reg=l1, method=homotopy_nesvm(**LP_CASES[name]), C=C,
+                     dtype=F64, max_iter=8000)
     w, b = np.asarray(r.w), float(r.b)
     P = np.abs(w).sum() + C * np.maximum(0.0, 1 - yy * (X @ w + b)).sum()
-    assert r.status == Status.CONVERGED or (r.status == Status.MAX_ITER and float(r.gap) >= P - ref)
+    # certified on the l1 dual (||X^T (alpha y)||_inf <= 1), and the certificate bounds the true error
+    assert r.status == Status.CONVERGED and float(r.gap) <= homotopy_nesvm.tol * P
+    assert float(r.gap) >= (P - ref) * (1 - 1e-9) and float(r.dual_objective) <= ref * (1 + 1e-12)
     assert P == pytest.approx(float(r.primal_objective), rel=1e-9)
     assert ref * (1 - 1e-9) <= P <= ref * (1 + 1e-3)
     zero = np.abs(w_ref) <= 1e-9
@@ -338,3 +340,61 @@ def test_unknown_parameter_and_defaults():
         nesvm(rho=2.0)
     assert nesvm.mu == 5.0 and nesvm.w0 is None and nesvm.w_star is None  # the paper's Section IV defaults
     assert homotopy_nesvm == NESVM(homotopy=True)
+
+
+# ---------------------------------------------------------------- defaults, as a new user runs them
+def _libsvm_linear(X, y, C=1.0):
+    """LIBSVM C-SVC, linear kernel, free intercept (float64): the hinge objective of its model."""
+    from libsvm import svmutil
+
+    X = sp.csr_matrix(X)
+    prob = svmutil.svm_problem(list(y), [dict(zip((r.indices + 1).tolist(), r.data.tolist())) for r in X])
+    m = svmutil.svm_train(prob, f"-s 0 -t 0 -c {C} -e 1e-5 -h 0 -q -m 1000")
+    coef, idx = np.array(m.get_sv_coef())[:, 0], np.array(m.get_sv_indices()) - 1
+    sign = 1.0 if m.get_labels()[0] == 1 else -1.0
+    w, b = sign * (X[idx].T @ coef), -sign * m.rho[0]
+    return 0.5 * w @ w + C * np.maximum(0.0, 1 - y * (X @ w + b)).sum()
+
+
+@functools.lru_cache(maxsize=None)
+def _default_case(name, rows, loss):
+    """(X, y, P*) of a set (a seeded subsample of ``rows`` rows, or all), computed once per loss."""
+    from references import newton
+
+    X, y = load(name)
+    X, yy = sp.csr_matrix(X), pm(y)
+    if rows:
+        idx = np.sort(np.random.default_rng(0).choice(X.shape[0], rows, replace=False))
+        X, yy = X[idx], yy[idx]
+    if loss == "hinge":
+        return X, yy, _libsvm_linear(X, yy)
+    w, b = newton(X, yy, "squared_hinge")
+    return X, yy, 0.5 * w @ w + np.sum(np.maximum(0.0, 1 - yy * (X @ w + b)) ** 2)
+
+
+DEFAULT_SETS = [("heart_scale", 0), ("diabetes_scale", 0), ("a9a", 1000),
+                pytest.param("a9a", 0, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("method", [nesvm, homotopy_nesvm], ids=["nesvm", "homotopy_nesvm"])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("name, rows", DEFAULT_SETS)
+def test_defaults_reach_the_optimum(name, rows, loss, method):
+    """Default settings (float32, free intercept, C = 1) reach 1e-2 relative error of a float64
+    peer's optimum (LIBSVM for the hinge, Newton for the squared hinge), and CONVERGED comes
+    with a certified gap that bounds the true error. (Issue 12 measured plain nesvm's default
+    9-44% above the optimum, reported as converged.)"""
+    X, yy, ref = _default_case(name, rows, loss)
+    p = 1 if loss == "hinge" else 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = svmopt.solve(X, yy, loss=hinge if p == 1 else svmopt.losses.squared_hinge, method=method)
+    w, b = np.asarray(r.w, float), float(r.b)
+    P = 0.5 * w @ w + np.sum(np.maximum(0.0, 1 - yy * (X @ w + b)) ** p)
+    assert (P - ref) / ref <= 1e-2, (r.status, (P - ref) / ref)
+    assert P - ref <= float(r.gap) + 1e-5 * ref  # the gap bounds the error (float32 rounding aside)
+    if r.status == Status.CONVERGED:
+        assert float(r.gap) <= method.tol * float(r.primal_objective) * (1 + 1e-5)
+        assert (P - ref) / ref <= method.tol + 1e-5
+    else:
+        assert any(issubclass(c.category, svmopt.result.ConvergenceWarning) for c in caught)

@@ -90,3 +90,95 @@ def test_wrong_building_blocks():
         from svmopt.kernels import rbf
 
         svmopt.solve(X, Y, method=alm, kernel=rbf(0.5))
+
+
+# ------------------------------------------------------------ the bad-input matrix, every method
+METHODS = ["alm", "nesvm", "homotopy_nesvm", "dual_cd", "cutting_plane", "alfpgm"]
+
+
+def _with(i, j, v):
+    a = X.copy()
+    a[i, j] = v
+    return a
+
+
+def _y_none():
+    y = Y.astype(object)
+    y[5] = None
+    return y
+
+
+# (what, keywords for solve, error type, message) -- each refused before any solver runs
+BAD = {
+    "nan_X": (dict(X=_with(7, 2, np.nan)), ValueError, r"NaN or inf \(first at row 7\)"),
+    "X_beyond_float32": (dict(X=_with(9, 1, 1e39)), ValueError, r"beyond the range of float32.*row 9"),
+    "X_beyond_float32_sparse": (dict(X=sp.csr_matrix(_with(9, 1, -1e39))), ValueError, r"float32.*row 9"),
+    "complex_X": (dict(X=X + 1j), TypeError, "complex"),
+    "complex_y": (dict(y=Y + 1j), TypeError, "complex"),
+    "y_none": (dict(y=_y_none()), ValueError, "missing label.*index 5"),
+    "C_empty": (dict(C=[]), ValueError, "empty"),
+    "C_beyond_float32": (dict(C=1e39), ValueError, "float32"),
+    "C_times_weight_beyond_float32": (dict(C=1e20, sample_weight=np.full(30, 1e20)), ValueError, "sample_weight"),
+    "tol_zero": (dict(tol=0.0), ValueError, "tol"),
+    "tol_negative": (dict(tol=-1.0), ValueError, "tol"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+@pytest.mark.parametrize("method", METHODS)
+def test_bad_input_matrix(method, case):
+    """Every method refuses every bad input with an error that names it (float32, the default)."""
+    kw, err, msg = BAD[case]
+    kw = {"X": X, "y": Y, **kw}
+    m = getattr(svmopt.solvers, method)
+    extra = {} if method in ("alm", "nesvm", "homotopy_nesvm", "alfpgm") else {"intercept_scaling": 1.0}
+    with pytest.raises(err, match=msg):
+        svmopt.solve(kw.pop("X"), kw.pop("y"), method=m, **extra, **kw)
+
+
+def test_float64_accepts_what_float32_cannot_hold():
+    """1e39 is a float64 number: refused in float32 only; the float64 model is finite."""
+    import jax
+    if not jax.config.jax_enable_x64:
+        pytest.skip("needs x64")
+    with pytest.warns(svmopt.ConvergenceWarning):  # 1e39 next to O(1) values: no certificate in 50 iterations
+        r = svmopt.solve(_with(9, 1, 1e39), Y, dtype="float64", max_iter=50)
+    assert np.all(np.isfinite(np.asarray(r.w))) and np.isfinite(float(r.b))
+
+
+SPARSE = ["csr", "csc", "coo", "lil", "dok", "dia", "bsr"]
+
+
+@pytest.mark.parametrize("kind", ["matrix", "array"])
+@pytest.mark.parametrize("fmt", SPARSE)
+def test_every_sparse_format(fmt, kind):
+    """Every scipy sparse format (matrix and *_array classes) gives the dense answer, and a NaN
+    is reported at its own row whatever order the format stores its entries in."""
+    cls = getattr(sp, f"{fmt}_{kind}")
+    dense = svmopt.solve(X, Y, dtype="float64", tol=1e-8)
+    r = svmopt.solve(cls(X), Y, dtype="float64", tol=1e-8)
+    np.testing.assert_allclose(np.asarray(r.w), np.asarray(dense.w), rtol=0, atol=1e-6)
+    for row in (0, 17, 29):
+        with pytest.raises(ValueError, match=rf"NaN or inf \(first at row {row}\)"):
+            svmopt.solve(cls(_with(row, 3, np.nan)), Y)
+
+
+@pytest.mark.parametrize("make", [lambda: svmopt.kernels.rbf(float("inf")), lambda: svmopt.kernels.rbf(0.0),
+                                  lambda: svmopt.kernels.rbf(-1.0), lambda: svmopt.kernels.rbf(float("nan")),
+                                  lambda: svmopt.kernels.polynomial(degree=2.5),
+                                  lambda: svmopt.kernels.polynomial(degree=0),
+                                  lambda: svmopt.kernels.polynomial(coef0=float("inf")),
+                                  lambda: svmopt.kernels.sigmoid(gamma=float("inf"))],
+                         ids=["rbf_inf", "rbf_0", "rbf_neg", "rbf_nan", "poly_2.5", "poly_0", "poly_coef0_inf",
+                              "sigmoid_inf"])
+def test_kernel_parameters_refused(make):
+    with pytest.raises(ValueError, match="needs"):
+        make()
+
+
+def test_predict_refuses_nan_rows():
+    r = svmopt.solve(X, Y)
+    with pytest.raises(ValueError, match="row 3"):
+        r.predict(_with(3, 0, np.nan))
+    with pytest.raises(ValueError, match="row 4"):
+        r.predict(sp.csr_matrix(_with(4, 0, np.inf)))

@@ -140,6 +140,7 @@ class DualCD(Method):
 
     name = "dual_cd"
     certify_every = 2  # the gap costs little next to a pass: check it often
+    polish_steps = (0, 0)  # its alpha is the dual iterate itself (w = X^T (alpha y)); a polish would break that
     batchable = False  # a per-coordinate loop: batches of problems run lane by lane
 
     def validate(self, pb: Problem) -> None:
