@@ -26,6 +26,7 @@ part of the key.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 import math
 import time
 from typing import Any, Callable, NamedTuple, Optional
@@ -239,8 +240,27 @@ def cold_start(method, pb: Problem) -> Start:
 
 
 # ---------------------------------------------------------------------------------- compiled pieces
-_compiled: dict = {}
-_counts = {"compiles": 0}
+MAX_PROGRAMS = 96
+"""Compiled programs svmopt keeps per process. XLA's CPU backend maps about 250 memory regions
+per executable and Linux allows 65,530 per process (``vm.max_map_count``): a process that
+compiled ~250 programs (many shapes: folds, grids, a long notebook) died in the next compile.
+Past this many, the least recently used half is released (``_release``)."""
+_compiled: OrderedDict = OrderedDict()
+_counts = {"compiles": 0, "released": 0}
+
+
+def _release():
+    """Drop the least recently used half of the programs, and the references JAX's own tracing
+    and lowering caches keep to them (only ``clear_all_caches`` lets their memory go; the
+    user's jitted functions keep their executables and at most trace again)."""
+    while len(_compiled) > MAX_PROGRAMS // 2:
+        _compiled.popitem(last=False)
+    try:
+        from jax._src import util as _jax_util
+        _jax_util.clear_all_caches()
+    except (ImportError, AttributeError):  # a JAX without it: the public, wider reset
+        jax.clear_caches()
+    _counts["released"] += 1
 
 
 def compile_count() -> int:
@@ -264,7 +284,10 @@ def _compile(name, fn, args, donate=()):
     key = (name, _signature(args))
     hit = _compiled.get(key)
     if hit is not None:
+        _compiled.move_to_end(key)
         return hit, 0.0
+    if len(_compiled) >= MAX_PROGRAMS:
+        _release()
     t0 = time.perf_counter()
     exe = jax.jit(fn, donate_argnums=donate).lower(*args).compile()
     dt = time.perf_counter() - t0

@@ -2,6 +2,8 @@
 exact resumes, warm-started paths, capabilities instead of names (real data, float64)."""
 import warnings
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -311,3 +313,29 @@ def test_float32_jit_path(heart):
     e = svmopt.solve(X, y, loss=squared_hinge, tol=1e-4)
     assert r.w.dtype == jnp.float32
     assert float(r.primal_objective) == pytest.approx(float(e.primal_objective), rel=1e-4)
+
+
+# ---------------------------------------------------------------------------------- bounded programs
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts memory maps through /proc")
+def test_compiled_programs_are_released(heart, monkeypatch):
+    """XLA's CPU executables map ~250 memory regions each and a process may have 65,530: past
+    driver.MAX_PROGRAMS, svmopt releases the least recently used programs so that a process
+    solving many shapes does not die in a compile. A released program compiles again and
+    gives the same answer."""
+    def maps():
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+
+    X, y = heart
+    monkeypatch.setattr(driver, "MAX_PROGRAMS", 4)
+    first = svmopt.solve(X[:40], y[:40], dtype=F64, bucket=False)
+    m0, c0 = maps(), driver.compile_count()
+    svmopt.solve(X[:41], y[:41], dtype=F64, bucket=False)
+    per_solve = max(maps() - m0, 50)  # the maps one more solve's programs hold
+    for n in range(42, 60):
+        svmopt.solve(X[:n], y[:n], dtype=F64, bucket=False)
+    assert driver.compile_count() - c0 >= 19 * 2  # every shape compiled (init + chunk)
+    assert maps() - m0 < 6 * per_solve  # 19 solves' programs, at most a few held
+    again = svmopt.solve(X[:40], y[:40], dtype=F64, bucket=False)  # released: compiles anew
+    assert again.timings["compile"] > 0
+    assert float(again.primal_objective) == float(first.primal_objective)
