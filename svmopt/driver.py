@@ -385,7 +385,10 @@ class Progress:
             return
         info = dict(iteration=k, objective=primal, gap=gap, relative_gap=rel, elapsed=elapsed, label=self.label)
         if callable(v) and not isinstance(v, bool):
-            v(info)
+            every = self.every()  # a callback with every=k sees the multiples of k, then the end, once each
+            if (force or not every or k % every == 0) and k != getattr(self, "_cb_k", None):
+                self._cb_k = k
+                v(info)
             return
         every_k = isinstance(v, int) and not isinstance(v, bool) and v > 1
         due = (k // v > self.last_k // v) if every_k else (elapsed - self.last_print >= 1.0)

@@ -353,7 +353,7 @@ FORGERIES = {
     "kernel os.system": ("kernel", lambda h: h["kernel"].update(name="os.system"), None, None,
                          r"kernel \{'name': 'os.system'.* is not one of"),
     "kernel gamma < 0": ("kernel", lambda h: h["kernel"]["params"].update(gamma=-1.0), None, None,
-                         r"rbf needs gamma > 0"),
+                         r"rbf needs a finite gamma > 0"),
     "kernel gamma text": ("kernel", lambda h: h["kernel"]["params"].update(gamma="1"), None, None,
                           r"finite parameters"),
     "kernel extra param": ("kernel", lambda h: h["kernel"]["params"].update(degree=2), None, None,

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _env():
     path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, SVMOPT_DATA=str(DATA), PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
+    env = dict(os.environ, SVMOPT_DATA=str(DATA), PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
+    env.pop("XLA_FLAGS", None)  # the cases set their own device count (a flag left by another test must not leak)
+    return env
 
 
 def run_case(*args, timeout=1200):
