@@ -39,15 +39,16 @@ def a9a_small():
 # ---------------------------------------------------------------------------------- jit / vmap
 def test_jit_equals_eager(heart):
     X, y = heart
-    kw = dict(loss=squared_hinge, tol=1e-10, dtype=F64)
+    kw = dict(loss=squared_hinge, tol=1e-7, dtype=F64)  # (auto: newton; see test_newton on tighter tols)
     eager = svmopt.solve(X, y, C=0.5, **kw)
+    assert eager.status == Status.CONVERGED
     f = jax.jit(lambda X, y, C: svmopt.solve(X, y, C=C, **kw).w)
-    np.testing.assert_allclose(np.asarray(f(jnp.asarray(X), jnp.asarray(y), 0.5)), np.asarray(eager.w),
-                               rtol=1e-5, atol=1e-7)
+    wj = np.asarray(f(jnp.asarray(X), jnp.asarray(y), 0.5))
+    assert np.linalg.norm(wj - np.asarray(eager.w)) <= 2 * np.sqrt(2 * float(eager.gap)) + 1e-9
     # the whole Result leaves jit (it is a pytree)
     r = jax.jit(lambda C: svmopt.solve(X, y, C=C, **kw))(0.5)
     assert int(r.status) == Status.CONVERGED and abs(float(r.primal_objective) - float(eager.primal_objective)) \
-        <= 1e-8 * float(eager.primal_objective)
+        <= float(r.gap) + float(eager.gap)
 
 
 def test_vmap_over_C_and_labels_and_p(heart):
