@@ -1,9 +1,10 @@
-"""Build step for svmopt's optional compiled kernel (everything else is in pyproject.toml).
+"""Build step for svmopt's optional compiled kernels (everything else is in pyproject.toml).
 
-svmopt/_csr_ffi.cc holds the CPU sparse products as XLA FFI custom calls; its headers ship
-with jaxlib (``jax.ffi.include_dir()``), which pyproject.toml lists as a build requirement.
-The extension is optional: without jaxlib's headers or a C++17 compiler the build goes on
-without it, and svmopt uses its pure-XLA sparse path (svmopt/_csr.py decides at run time).
+Two XLA FFI custom calls for the CPU: svmopt/_csr_ffi.cc (the sparse products) and
+svmopt/_dcd_ffi.cc (one pass of dual coordinate descent). Their headers ship with jaxlib
+(``jax.ffi.include_dir()``), which pyproject.toml lists as a build requirement. Both are
+optional: without jaxlib's headers or a C++17 compiler the build goes on without them, and
+svmopt uses its pure-XLA paths (svmopt/_csr.py and svmopt/solvers/dual_cd.py decide at run time).
 """
 import os
 
@@ -21,10 +22,11 @@ def _ffi_include_dir():
 
 inc = _ffi_include_dir()
 if inc is None:
-    print("svmopt: jaxlib's XLA FFI headers not found; building without the compiled CSR kernel")
+    print("svmopt: jaxlib's XLA FFI headers not found; building without the compiled CPU kernels")
 ext_modules = [] if inc is None else [
     # -isystem: the XLA headers' own warnings are not ours to show
-    Extension("svmopt._csr_ffi", ["svmopt/_csr_ffi.cc"], language="c++",
-              extra_compile_args=["-std=c++17", "-O3", "-g0", "-isystem", inc], optional=True),
+    Extension(f"svmopt.{name}", [f"svmopt/{name}.cc"], language="c++",
+              extra_compile_args=["-std=c++17", "-O3", "-g0", "-isystem", inc], optional=True)
+    for name in ("_csr_ffi", "_dcd_ffi")
 ]
 setup(ext_modules=ext_modules)

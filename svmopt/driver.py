@@ -182,9 +182,9 @@ def _certify(method, pb, loop: Loop, code, k):
     gap; a method whose own rule fired but whose gap is above tol tightens and goes on."""
     if not has_dual(method, pb):
         return loop, jnp.where(code == Status.CONVERGED, Status.UNCERTIFIED, code).astype(jnp.int32)
-    every = method.certify_every
+    periodic = method.certify_due(pb, loop.st, k)
     claimed = code == Status.CONVERGED
-    due = claimed if every is None else claimed | ((code == RUNNING) & (k % every == 0))
+    due = claimed if periodic is None else claimed | ((code == RUNNING) & periodic)
 
     def check(loop):
         st = loop.st

@@ -124,11 +124,12 @@ def heart_l1(heart):
 
 @pytest.mark.parametrize("method, layout", [
     (TIGHT(shrinking=False), "auto"),
+    (TIGHT(impl="xla"), "auto"),  # the pure-XLA serial pass (the default is the compiled one on the CPU)
     (TIGHT(variant="online", width=4), "sparse"),  # width 4 < row length: the long-row tails are walked
     (TIGHT(variant="block", block_size=32, width=4), "sparse"),
     pytest.param(TIGHT(variant="online"), "auto", marks=pytest.mark.slow),
     pytest.param(TIGHT(variant="block", block_size=32), "auto", marks=pytest.mark.slow),
-], ids=["serial-noshrink", "online-sparse", "block-sparse", "online-dense", "block-dense"])
+], ids=["serial-noshrink", "serial-xla", "online-sparse", "block-sparse", "online-dense", "block-dense"])
 def test_variants_reach_the_same_objective(heart, heart_l1, method, layout):
     X, y = heart
     base, ref = heart_l1
@@ -158,14 +159,15 @@ def test_sparse_rows_match_dense(heart, heart_l1):
     Same seed, same order: the runs differ only in summation order, so w agrees closely.
     """
     X, y = heart
-    dense, ref = heart_l1
-    r = solve(X, y, hinge, method=TIGHT(width=4), layout="sparse")
+    _, ref = heart_l1
+    dense = solve(X, y, hinge, method=TIGHT(impl="xla"))  # the XLA pass (the compiled one: test_dual_cd_native.py)
+    r = solve(X, y, hinge, method=TIGHT(width=4, impl="xla"), layout="sparse")
     assert r.status == svmopt.Status.CONVERGED
     assert abs(r.primal_objective - dense.primal_objective) <= 1e-9 * ref
     np.testing.assert_allclose(r.w, dense.w, rtol=0, atol=1e-6 * np.abs(dense.w).max())
 
 
-def test_long_rows_keep_their_place_in_the_pass(heart, capped):
+def test_long_rows_keep_their_place_in_the_pass(heart):
     """Rows longer than ``width`` walk their tails but keep their random place in the pass.
 
     At width 12, 143 of heart_scale's 270 rows (13 entries) are long and 127 short. With the same
@@ -174,9 +176,11 @@ def test_long_rows_keep_their_place_in_the_pass(heart, capped):
     data where the groups share features (issue "Trust every answer", see the unbalanced test).
     """
     X, y = heart
-    r = solve(X, y, hinge, method=CAPPED["method"](width=12), max_iter=CAPPED["max_iter"], layout="sparse")
-    np.testing.assert_allclose(r.extras["alpha"], capped.extras["alpha"], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(r.w, capped.w, rtol=0, atol=1e-9 * np.abs(capped.w).max())
+    xla = CAPPED["method"](impl="xla")  # padded rows and tails exist in the XLA pass only
+    dense = solve(X, y, hinge, method=xla, max_iter=CAPPED["max_iter"])
+    r = solve(X, y, hinge, method=xla(width=12), max_iter=CAPPED["max_iter"], layout="sparse")
+    np.testing.assert_allclose(r.extras["alpha"], dense.extras["alpha"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(r.w, dense.w, rtol=0, atol=1e-9 * np.abs(dense.w).max())
 
 
 def test_float32(heart, heart_l1):

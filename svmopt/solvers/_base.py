@@ -173,6 +173,12 @@ class Method:
         level = PRIMAL | (0 if it.alpha is None else DUAL)
         return Start(it.w, it.b, alpha, jnp.asarray(level, jnp.int32), self.aux_template(pb))
 
+    def certify_due(self, pb, st, k):
+        """Whether the periodic certificate is due after step k (traced bool), or None for never:
+        every ``certify_every`` steps by default."""
+        every = self.certify_every
+        return None if every is None else k % every == 0
+
     def own_objectives(self, pb) -> bool:
         """True when ``objectives`` computes primal and dual itself (kernel methods)."""
         return False

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..losses import MissingCapability
 from ._base import Method
 
@@ -48,6 +50,7 @@ class Auto(Method):
         """(method, why) in the order of the decision table."""
         from .alfpgm import alfpgm
         from .alm import alm
+        from .dual_cd import dual_cd
         from .nesvm import nesvm
         from .newton import newton
 
@@ -61,6 +64,9 @@ class Auto(Method):
         if pb.reg.quadratic is not None and pb.d <= pb.n:
             out.append((newton(**tol), "twice-differentiable loss, an l2-type regularizer, rows >= features: "
                                        "truncated Newton"))
+        if _bounded_dual(pb) and dual_cd.native(pb):
+            out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
+                                        "dual coordinate descent, compiled pass"))
         if pb.reg.quadratic is not None:
             out.append((alm(precondition=True, **tol), "loss with a kink and an l2-type regularizer: ALM with "
                                                        "Jacobi-preconditioned steps"))
@@ -91,6 +97,20 @@ class Auto(Method):
     step = _unresolved
     check = _unresolved
     finalize = _unresolved
+
+
+def _bounded_dual(pb) -> bool:
+    """The loss's dual is a box with a finite upper end (hinge, smoothed hinge), with l2 and no
+    free intercept: there dual CD's shrinking fixes most coordinates at a bound within a few
+    passes. (With an unbounded box, the squared hinge on news20, it crawled: 1.6e-2 after 1000
+    passes, as LIBLINEAR's -s 1, which hands over to its Newton method after 300.)"""
+    if pb.fit_intercept or pb.kernel is not None or not pb.reg.is_l2:
+        return False
+    try:
+        _, upper, _ = pb.loss.box_diagonal()
+    except (MissingCapability, AttributeError):
+        return False
+    return bool(np.isfinite(upper))
 
 
 auto = Auto()

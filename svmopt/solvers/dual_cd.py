@@ -80,9 +80,10 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from .. import _dcd
 from ..operators import DenseOperator
 from ..sharding import AXIS
-from ..problem import Problem, project_dual
+from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
 from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
 
@@ -105,6 +106,8 @@ class DCDState(NamedTuple):
     key: Any
     eps: Any  # the pass rule's tolerance (tightened by the driver's certificate)
     layout: Any  # block variant: the stored random layout, else None
+    rows: Any = None  # compiled serial pass: z_i = y_i x_i as CSR or dense (``svmopt._dcd.rows``), else None
+    work: Any = None  # rows visited since the last periodic certificate, in passes over all n (None: sharded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +130,9 @@ class DualCD(Method):
     sync_rows   X sharded over devices (``svmopt.shard_rows``): the rows each device steps through
                 between two all-reduces (see ``_sharded_pass``; every variant then runs those serial
                 segments)
+    impl        the serial pass on the CPU: "auto" (default: the compiled pass of ``svmopt._dcd``
+                where it is built, float32/float64 data on the CPU, else XLA), "xla" (always the
+                pure-XLA loop), "ffi" (the compiled pass; an error where it is not available)
     """
 
     variant: str = static("auto")
@@ -137,9 +143,11 @@ class DualCD(Method):
     block_size: Any = static(None)
     width: Any = static(None)
     sync_rows: int = static(8)
+    impl: str = static("auto")
 
     name = "dual_cd"
-    certify_every = 2  # the gap costs little next to a pass: check it often
+    certify_every = 2  # sharded rows: check the gap every 2 passes
+    certify_work = 2.0  # otherwise: once the passes since the last check visited 2 n rows (see certify_due)
     polish_steps = (0, 0)  # its alpha is the dual iterate itself (w = X^T (alpha y)); a polish would break that
     batchable = False  # a per-coordinate loop: batches of problems run lane by lane
 
@@ -154,6 +162,13 @@ class DualCD(Method):
         pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
         if self.variant not in ("auto", "serial", "online", "block"):
             raise ValueError(f"dual_cd variant must be 'auto', 'serial', 'online' or 'block', got {self.variant!r}")
+        if self.impl not in ("auto", "xla", "ffi"):
+            raise ValueError(f"dual_cd impl must be 'auto', 'xla' or 'ffi', got {self.impl!r}")
+        if self.impl == "ffi" and not self.native(pb):
+            raise ValueError("dual_cd(impl='ffi') needs the compiled pass (svmopt._dcd_ffi, built by "
+                             "`pip install -e .`), the serial variant, float32/float64 data on the CPU and "
+                             f"unsharded rows; here: built={_dcd.available()}, variant={self.resolved(pb)!r}, "
+                             f"dtype={pb.dtype}, platform={_platform(pb)!r}, sharded={_sharded(pb)}")
         if self.resolved(pb) == "serial" and _platform(pb) != "cpu" and not _sharded(pb):
             warnings.warn(f"dual_cd(variant='serial') on {_platform(pb)}: one kernel launch per coordinate, "
                           "a pass takes ~n launches (slow); variant='auto' runs the block variant there",
@@ -176,6 +191,13 @@ class DualCD(Method):
         if self.variant != "auto":
             return self.variant
         return "serial" if _platform(pb) == "cpu" else "block"
+
+    def native(self, pb) -> bool:
+        """Whether the serial pass runs as the compiled CPU kernel (``svmopt._dcd``) on ``pb``."""
+        if self.impl == "xla" or self.resolved(pb) != "serial" or _sharded(pb):
+            return False
+        return (_platform(pb) == "cpu" and jax.default_backend() == "cpu" and _dcd.supports(pb.dtype)
+                and _dcd.available())
 
     def block(self, pb) -> int:
         """The block size that runs on ``pb`` (see ``block_size``)."""
@@ -218,8 +240,13 @@ class DualCD(Method):
         qbar = pb.op.row_sq_norms() + D
         # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
         invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
-        rows = _rows(pb, self.width)
-        table = jnp.concatenate([rows.pop("vals"), jnp.stack([D, lo, hi, invq], axis=1).astype(dt)], axis=1)
+        coef = jnp.stack([D, lo, hi, invq], axis=1).astype(dt)
+        if self.native(pb):  # the compiled pass reads the rows as they are (no padding)
+            rows = dict(cols=None, tail=None, long=jnp.zeros((n,), bool), rows=_dcd.rows(pb.op, pb.y))
+            table = coef
+        else:
+            rows = _rows(pb, self.width)
+            table = jnp.concatenate([rows.pop("vals"), coef], axis=1)
         inf = jnp.asarray(jnp.inf, dt)
         # a warm start: the dual alpha (clipped into the box) or, from a primal w, -C s l'(margin)
         f = pb.op.matvec(start.w)
@@ -235,7 +262,8 @@ class DualCD(Method):
                   active=jnp.where(resume, aux["active"], True), Mbar=jnp.where(resume, aux["Mbar"], inf),
                   mbar=jnp.where(resume, aux["mbar"], -inf), crit=inf, done=jnp.asarray(False),
                   n_active=jnp.asarray(n, jnp.int32), key=key,
-                  eps=jnp.where(resume, aux["eps"], jnp.asarray(self.eps, dt)), layout=None)
+                  eps=jnp.where(resume, aux["eps"], jnp.asarray(self.eps, dt)), layout=None,
+                  work=jnp.zeros((), dt))
         if self.resolved(pb) == "block":
             k, sub = jax.random.split(_wrap(key))
             st.update(key=jax.random.key_data(k), layout=_layout(st, sub, self.block(pb)))
@@ -250,11 +278,18 @@ class DualCD(Method):
             w, alpha = _online_pass(pb, d, sub)
             M, m = _exact_extremes(pb, d, w, alpha)
             kept = st.active
+        elif st.rows is not None:
+            Mbar, mbar = _bounds(self, d)
+            w, alpha, kept, M, m = _dcd.pass_(st.w, st.alpha, st.table, st.rows, st.active, Mbar, mbar,
+                                              jax.random.bits(sub, (2,), jnp.uint32))
         elif self.resolved(pb) == "serial":
             w, alpha, M, m, kept = _serial_pass(self, pb, d, sub)
         else:
             w, alpha, M, m, kept, layout = _block_pass(self, pb, d, sub)
             st = st._replace(layout=layout)
+        if st.work is not None:
+            visited = jnp.sum(st.active, dtype=st.w.dtype) / st.active.shape[0]
+            st = st._replace(work=jnp.where(st.work >= self.certify_work, 0.0, st.work) + visited)
         crit = M - m
         met = crit < st.eps
         full = jnp.all(kept)
@@ -264,6 +299,27 @@ class DualCD(Method):
                            active=kept | reset, n_active=jnp.sum(kept, dtype=jnp.int32),
                            Mbar=jnp.where(reset | (M <= 0), inf, M),  # eq. 16
                            mbar=jnp.where(reset | (m >= 0), -inf, m))
+
+    def certify_due(self, pb, st: DCDState, k):
+        """The periodic gap check costs about one full pass (X w and X^T (alpha y)), while shrinking
+        makes late passes visit a few percent of the rows: check once the passes since the last
+        check have visited ``certify_work`` n rows, so checking costs about a third of the run at
+        most, and a met tolerance is seen within about two full passes' work."""
+        if st.work is None:
+            return super().certify_due(pb, st, k)
+        return st.work >= self.certify_work
+
+    def own_objectives(self, pb) -> bool:
+        # alpha is the dual iterate itself: the driver's second candidate, -C s l'(margin), would
+        # cost one more X^T u per certificate and, at a pass's end, is almost never the better one
+        return not _sharded(pb)
+
+    def objectives(self, pb, st: DCDState, it: Iterate):
+        """P(w) from X w and D(alpha) from X^T (alpha y) computed afresh (not the w kept up to
+        date by the passes, which drifts by round-off): both exact for the iterate returned."""
+        primal = primal_objective(pb, it.w, it.b, pb.op.matvec(it.w))
+        alpha = project_dual(pb, it.alpha)  # the box clip (a no-op up to round-off)
+        return primal, dual_objective(pb, alpha)[0], alpha
 
     def check(self, pb, st: DCDState):
         return jnp.where(st.done, Status.CONVERGED, -1)
@@ -306,9 +362,9 @@ def _sharded_init(method, pb: Problem, start: Start) -> DCDState:
     from ..sharding import map_problem, replicated_specs, specs_like
 
     def local(pbl, method, start):
-        st = DualCD.init(dataclasses.replace(method, variant="serial"), pbl, start)
+        st = DualCD.init(dataclasses.replace(method, variant="serial", impl="xla"), pbl, start)
         blob = jax.tree_util.tree_map(lambda a: a[None], {k: getattr(st, k) for k in _LOCAL})
-        return st._replace(w=lax.psum(st.w, AXIS), n_active=lax.psum(st.n_active, AXIS), table=blob,
+        return st._replace(w=lax.psum(st.w, AXIS), n_active=lax.psum(st.n_active, AXIS), table=blob, work=None,
                            **{k: None for k in _LOCAL[1:]})
 
     return map_problem(local, pb, (method, start), (replicated_specs(method), specs_like(start, pb.n)),

@@ -1,0 +1,233 @@
+// One pass of dual coordinate descent for linear SVMs on the CPU, as an XLA FFI custom call.
+//
+// Algorithm 1 of Hsieh, Chang, Lin, Keerthi and Sundararajan (ICML 2008) with the random order of
+// Section 3.1 and the shrinking of Section 3.2, over the dual
+//
+//   min_alpha 1/2 alpha^T (Q + D) alpha - e^T alpha,  lo_i <= alpha_i <= hi_i,  Q_ij = z_i.z_j, z_i = y_i x_i
+//
+// with w = sum_i alpha_i z_i kept up to date. svmopt/solvers/dual_cd.py calls it once per pass (one
+// driver step); the pure-XLA serial pass there is the reference it must match in distribution.
+//
+//   svmopt_dcd_pass_{f32,f64}
+//     operands  w (d), alpha (n), coef (n, 4) = [D_ii, lo_i, hi_i, 1/Qbar_ii] per row,
+//               vals, cols, ptr: the rows z_i, either CSR (vals (nnz), cols (nnz), ptr (n + 1)) or
+//               dense (vals (n, d), cols and ptr empty), active (n) bool, bounds (2) = [Mbar, mbar]
+//               (eq. 16; +-inf: no shrinking), seed (2) uint32 (the pass's random order)
+//     results   w' (d), alpha' (n), kept (n) bool (visited and not shrunk), extremes (2) = [M, m],
+//               the largest and smallest projected gradient over the kept coordinates
+//
+// w and alpha are aliased to w' and alpha' by the caller when XLA can (no copy). Single-threaded:
+// the updates are sequential by nature. Row pointers that decrease or leave [0, nnz] are reported
+// as an error before anything is read through them; the columns must lie in [0, d) (the caller
+// builds them so, once per solve: a per-entry check here would cost a fifth of the pass).
+//
+// The module exposes `registrations()` -> {target name: PyCapsule} for jax.ffi.register_ffi_target;
+// dual_cd uses the XLA pass where the module is not built.
+
+#include <Python.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): a small, fast generator, seeded from the two words of a
+// jax.random key. Only the order of a pass depends on it.
+struct SplitMix64 {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // uniform in [0, bound), bound < 2^32 (Lemire's multiply-shift; its bias is below 2^-32)
+  uint32_t below(uint32_t bound) { return uint32_t(((next() >> 32) * uint64_t(bound)) >> 32); }
+};
+
+template <typename T>
+struct Rows {
+  const T* __restrict vals;
+  const int32_t* __restrict cols;  // null: dense rows of d values
+  const int32_t* __restrict ptr;
+  int64_t d;
+
+  T dot(int64_t i, const T* __restrict w) const {
+    T s = 0;
+    if (!cols) {
+      const T* z = vals + i * d;
+      for (int64_t j = 0; j < d; ++j) s += z[j] * w[j];
+    } else {
+      for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) s += vals[p] * w[cols[p]];
+    }
+    return s;
+  }
+  void axpy(int64_t i, T c, T* __restrict w) const {
+    if (!cols) {
+      const T* z = vals + i * d;
+      for (int64_t j = 0; j < d; ++j) w[j] += c * z[j];
+    } else {
+      for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) w[cols[p]] += c * vals[p];
+    }
+  }
+};
+
+template <ffi::DataType DT>
+ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> coef, ffi::Buffer<DT> vals,
+                ffi::Buffer<ffi::S32> cols, ffi::Buffer<ffi::S32> ptr, ffi::Buffer<ffi::PRED> active,
+                ffi::Buffer<DT> bounds, ffi::Buffer<ffi::U32> seed, ffi::ResultBuffer<DT> w_out,
+                ffi::ResultBuffer<DT> alpha_out, ffi::ResultBuffer<ffi::PRED> kept_out,
+                ffi::ResultBuffer<DT> extremes) {
+  using T = ffi::NativeType<DT>;
+  auto count = [](const auto& b) { return int64_t(b.element_count()); };
+  auto rcount = [](auto& b) { return int64_t(b->element_count()); };
+  const int64_t d = count(w_in), n = count(alpha_in), nnz = count(vals);
+  const bool sparse = count(ptr) > 0;
+  if (count(coef) != 4 * n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
+      rcount(w_out) != d || rcount(alpha_out) != n || rcount(kept_out) != n || rcount(extremes) != 2)
+    return ffi::Error::InvalidArgument("svmopt dcd: operand shapes do not match");
+  if (sparse ? (count(ptr) != n + 1 || count(cols) != nnz) : (nnz != n * d))
+    return ffi::Error::InvalidArgument("svmopt dcd: the rows do not match w and alpha");
+  const int32_t* P = ptr.typed_data();
+  const int32_t* C = cols.typed_data();
+  if (sparse) {  // the row pointers are checked here (O(n)); the caller clips the columns into [0, d) once
+    for (int64_t i = 0; i < n; ++i)
+      if (P[i] < 0 || P[i] > P[i + 1] || P[i + 1] > nnz)
+        return ffi::Error::InvalidArgument("svmopt dcd: malformed CSR row pointers");
+  }
+  T* w = w_out->typed_data();
+  T* alpha = alpha_out->typed_data();
+  if (w != w_in.typed_data()) std::memcpy(w, w_in.typed_data(), sizeof(T) * d);
+  if (alpha != alpha_in.typed_data()) std::memcpy(alpha, alpha_in.typed_data(), sizeof(T) * n);
+  const Rows<T> z{vals.typed_data(), sparse ? C : nullptr, P, d};
+  const T* cf = coef.typed_data();
+  const bool* act = active.typed_data();
+  bool* kept = kept_out->typed_data();
+  const T Mbar = bounds.typed_data()[0], mbar = bounds.typed_data()[1];
+
+  // the active coordinates in a fresh random order (Fisher-Yates)
+  std::vector<int32_t> order;
+  order.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    kept[i] = false;
+    if (act[i]) order.push_back(int32_t(i));
+  }
+  SplitMix64 rng{(uint64_t(seed.typed_data()[0]) << 32) | seed.typed_data()[1]};
+  for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng.below(uint32_t(k))]);
+
+  // The rows are visited in random order, so every row's records miss the cache; the order is
+  // known ahead, so they are prefetched: a row's pointers, coefficients and alpha kFar steps
+  // ahead, its entries (up to kLines cache lines of each array) kNear steps ahead, once its
+  // pointers have arrived.
+  constexpr size_t kFar = 16, kNear = 8;
+  constexpr int64_t kLine = 64, kLines = 16;
+  const size_t A = order.size();
+  auto lines = [](const void* p, int64_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (int64_t o = 0; o < std::min(bytes, kLine * kLines); o += kLine) __builtin_prefetch(c + o);
+  };
+  auto far = [&](size_t k) {
+    const int64_t i = order[k];
+    __builtin_prefetch(cf + 4 * i);
+    __builtin_prefetch(alpha + i);
+    if (sparse) __builtin_prefetch(P + i);
+  };
+  auto near = [&](size_t k) {
+    const int64_t i = order[k];
+    if (sparse) {
+      const int64_t len = P[i + 1] - P[i];
+      lines(z.vals + P[i], len * int64_t(sizeof(T)));
+      lines(C + P[i], len * int64_t(sizeof(int32_t)));
+    } else {
+      lines(z.vals + i * d, d * int64_t(sizeof(T)));
+    }
+  };
+  for (size_t k = 0; k < std::min(A, kFar); ++k) far(k);
+  for (size_t k = 0; k < std::min(A, kNear); ++k) near(k);
+  T M = -std::numeric_limits<T>::infinity(), m = std::numeric_limits<T>::infinity();
+  for (size_t k = 0; k < A; ++k) {
+    if (k + kFar < A) far(k + kFar);
+    if (k + kNear < A) near(k + kNear);
+    const int32_t i = order[k];
+    const T* c = cf + 4 * int64_t(i);
+    const T Dii = c[0], lo = c[1], hi = c[2], invq = c[3];
+    const T a = alpha[i];
+    const T G = z.dot(i, w) - T(1) + Dii * a;  // eq. 12
+    const bool at_lo = a <= lo, at_hi = a >= hi;
+    if ((at_lo && G > Mbar) || (at_hi && G < mbar)) continue;  // eq. 16: shrunk (stays at its bound)
+    T pg = at_lo ? std::min(G, T(0)) : at_hi ? std::max(G, T(0)) : G;  // eq. 8
+    if (lo >= hi) pg = 0;  // a fixed variable (weight 0) is optimal as it is
+    M = std::max(M, pg);
+    m = std::min(m, pg);
+    kept[i] = true;
+    const T a_new = std::min(std::max(a - G * invq, lo), hi);  // eq. 9
+    if (a_new != a) {
+      z.axpy(i, a_new - a, w);  // eq. 13
+      alpha[i] = a_new;
+    }
+  }
+  extremes->typed_data()[0] = M;
+  extremes->typed_data()[1] = m;
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+#define SVMOPT_DCD_BINDING(DT)         \
+  ffi::Ffi::Bind()                     \
+      .Arg<ffi::Buffer<DT>>()          \
+      .Arg<ffi::Buffer<DT>>()          \
+      .Arg<ffi::Buffer<DT>>()          \
+      .Arg<ffi::Buffer<DT>>()          \
+      .Arg<ffi::Buffer<ffi::S32>>()    \
+      .Arg<ffi::Buffer<ffi::S32>>()    \
+      .Arg<ffi::Buffer<ffi::PRED>>()   \
+      .Arg<ffi::Buffer<DT>>()          \
+      .Arg<ffi::Buffer<ffi::U32>>()    \
+      .Ret<ffi::Buffer<DT>>()          \
+      .Ret<ffi::Buffer<DT>>()          \
+      .Ret<ffi::Buffer<ffi::PRED>>()   \
+      .Ret<ffi::Buffer<DT>>()
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_dcd_pass_f32, Pass<ffi::F32>, SVMOPT_DCD_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_dcd_pass_f64, Pass<ffi::F64>, SVMOPT_DCD_BINDING(ffi::F64));
+
+static PyObject* registrations(PyObject*, PyObject*) {
+  PyObject* out = PyDict_New();
+  if (!out) return nullptr;
+  const struct {
+    const char* name;
+    void* fn;
+  } targets[] = {
+      {"svmopt_dcd_pass_f32", reinterpret_cast<void*>(svmopt_dcd_pass_f32)},
+      {"svmopt_dcd_pass_f64", reinterpret_cast<void*>(svmopt_dcd_pass_f64)},
+  };
+  for (const auto& t : targets) {
+    PyObject* cap = PyCapsule_New(t.fn, nullptr, nullptr);
+    if (!cap || PyDict_SetItemString(out, t.name, cap) < 0) {
+      Py_XDECREF(cap);
+      Py_DECREF(out);
+      return nullptr;
+    }
+    Py_DECREF(cap);
+  }
+  return out;
+}
+
+static PyMethodDef methods[] = {
+    {"registrations", registrations, METH_NOARGS, "{FFI target name: PyCapsule} for jax.ffi.register_ffi_target."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dcd_ffi", "svmopt dual CD pass (XLA FFI).", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__dcd_ffi(void) { return PyModule_Create(&module); }
