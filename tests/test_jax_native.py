@@ -235,7 +235,7 @@ def test_sparse_cv_folds_share_one_program(name, kw):
 # ---------------------------------------------------------------------------------- resume and paths
 RESUMABLE = [
     ("alm", dict(method=alm), 60),
-    ("dual_cd", dict(method=dual_cd, fit_intercept=False, tol=1e-6), 5),
+    ("dual_cd", dict(method=dual_cd, fit_intercept=False, tol=1e-6, max_iter=5000), 5),  # ~800-1400 passes
     ("nesvm", dict(method=homotopy_nesvm, loss=squared_hinge), 150),
     ("cutting_plane", dict(method=cutting_plane, intercept_scaling=1.0), 20),
     ("alfpgm", dict(method=alfpgm, kernel=rbf(0.2)), 3),
@@ -246,13 +246,14 @@ RESUMABLE = [
 def test_resume_reaches_the_uninterrupted_run(name, kw, k, heart):
     X, y = heart
     kw = dict(dict(tol=1e-8, dtype=F64), **kw)
-    full = svmopt.solve(X, y, **kw)
+    cap = kw.pop("max_iter", None)
+    full = svmopt.solve(X, y, max_iter=cap, **kw)
     assert full.status == Status.CONVERGED
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         part = svmopt.solve(X, y, max_iter=k, **kw)
     assert part.status == Status.MAX_ITER
-    rest = svmopt.solve(X, y, init=part, **kw)
+    rest = svmopt.solve(X, y, init=part, max_iter=cap, **kw)
     assert rest.status == Status.CONVERGED
     ref = float(full.primal_objective)
     assert abs(float(rest.primal_objective) - ref) <= 1e-6 * abs(ref)

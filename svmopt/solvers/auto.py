@@ -16,13 +16,18 @@ The decision table (first match wins; every row certifies the relative duality g
   with p > 1, logistic, least squares, smoothed                              handful of matvecs each
   hinge, from_function), l2-type regularizer,
   rows >= features
+  a loss whose dual is a bounded box (the         dual_cd                    LIBLINEAR's -s 3 as one
+  hinge), l2, no free intercept (the bias                                    compiled call per pass;
+  feature or none), on the CPU with the                                      shrinking fixes most of
+  compiled pass (svmopt._dcd.available())                                    alpha at a bound early
   any other loss with an l2-type regularizer      alm(precondition=True)     Jacobi-scaled ALM steps
-  (the hinge; any loss on wide data)
+  (the hinge with a free intercept or off the
+  CPU; any loss on wide data)
   l1, elastic net, smoothed l1, custom           alm (proximal step)        the one prox method
   regularizers
 
-The same table holds on CPU and accelerators: every row is matvecs only (dual CD, a
-per-coordinate loop, is never picked; on accelerators ``dual_cd`` itself runs its block variant).
+On accelerators every row that runs is matvecs only: dual CD's pass is a per-coordinate loop
+(a kernel launch per coordinate under XLA there), so the dual_cd row applies on the CPU only.
 The measurements behind it (time to a certified 1e-2 / 1e-3 gap against LIBLINEAR's best, same
 run) are in docs/auto.md and bench/results/.
 """

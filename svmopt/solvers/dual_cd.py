@@ -45,6 +45,12 @@ up to date (eq. 11, 13), one coordinate step of Algorithm 1 is
             one kernel launch per coordinate (``DualCD.resolved``). An explicit "serial" on an
             accelerator warns.
 
+The compiled pass (CPU): ``impl="auto"`` (default) runs the "serial" pass as one XLA custom call
+(``svmopt._dcd``, ``svmopt/_dcd_ffi.cc``) where it is built: the same steps in a random order of
+its own, over the rows as they are stored (CSR or dense, no padding), with the next rows'
+records prefetched. ``impl="xla"`` keeps the loop below, which accelerators, sharded rows,
+the "online" and "block" variants and builds without the extension run.
+
 Cost under XLA: every kernel launch in a loop body costs ~0.1 us on CPU (several us on GPU),
 so the serial body is kept to a few kernels: a gather of w (sparse rows), the fused update,
 a scatter into w, an in-place write of the pass's output (``bench/dcd_epoch.py`` counts the
@@ -63,9 +69,11 @@ column is appended and b = w_last * s is regularized) or ``fit_intercept=False``
 fits an unregularized intercept.
 
 Stopping: the pass rule is LIBLINEAR's M - m < eps (eps = 0.1 by default, its -e). When it
-holds, the driver computes the duality gap of (w, alpha) (w = sum y_i alpha_i x_i, so D(alpha)
-is exact); at most ``tol`` (relative, default 1e-3): CONVERGED, otherwise ``tighten`` divides
-eps by 10, restores every coordinate and the passes go on. At most 1000 passes by default.
+holds, the driver computes the duality gap of (w, alpha) (P from X w, D(alpha) from X^T (alpha y)
+computed afresh, so both are exact); at most ``tol`` (relative, default 1e-3): CONVERGED,
+otherwise ``tighten`` divides eps by 10, restores every coordinate and the passes go on. The
+gap is also checked once the passes since the last check visited 2n rows (``certify_due``), so a
+loose tol stops before the pass rule fires. At most 1000 passes by default.
 """
 from __future__ import annotations
 
