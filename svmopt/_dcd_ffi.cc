@@ -60,15 +60,32 @@ struct Rows {
   const int32_t* __restrict ptr;
   int64_t d;
 
+  // four partial sums: the additions of one row do not wait on each other (and the dense loop
+  // vectorizes without reassociating floating point)
   T dot(int64_t i, const T* __restrict w) const {
-    T s = 0;
+    T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     if (!cols) {
       const T* z = vals + i * d;
-      for (int64_t j = 0; j < d; ++j) s += z[j] * w[j];
+      int64_t j = 0;
+      for (; j + 4 <= d; j += 4) {
+        s0 += z[j] * w[j];
+        s1 += z[j + 1] * w[j + 1];
+        s2 += z[j + 2] * w[j + 2];
+        s3 += z[j + 3] * w[j + 3];
+      }
+      for (; j < d; ++j) s0 += z[j] * w[j];
     } else {
-      for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) s += vals[p] * w[cols[p]];
+      int32_t p = ptr[i];
+      const int32_t end = ptr[i + 1];
+      for (; p + 4 <= end; p += 4) {
+        s0 += vals[p] * w[cols[p]];
+        s1 += vals[p + 1] * w[cols[p + 1]];
+        s2 += vals[p + 2] * w[cols[p + 2]];
+        s3 += vals[p + 3] * w[cols[p + 3]];
+      }
+      for (; p < end; ++p) s0 += vals[p] * w[cols[p]];
     }
-    return s;
+    return (s0 + s1) + (s2 + s3);
   }
   void axpy(int64_t i, T c, T* __restrict w) const {
     if (!cols) {
