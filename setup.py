@@ -25,7 +25,7 @@ if inc is None:
     print("svmopt: jaxlib's XLA FFI headers not found; building without the compiled CPU kernels")
 ext_modules = [] if inc is None else [
     # -isystem: the XLA headers' own warnings are not ours to show
-    Extension(f"svmopt.{name}", [f"svmopt/{name}.cc"], language="c++",
+    Extension(f"svmopt.{name}", [f"svmopt/{name}.cc"], depends=["svmopt/_ffi_module.h"], language="c++",
               extra_compile_args=["-std=c++17", "-O3", "-g0", "-isystem", inc], optional=True)
     for name in ("_csr_ffi", "_dcd_ffi")
 ]

@@ -12,7 +12,7 @@
 // The module also exposes `registrations()` -> {target name: PyCapsule} for
 // jax.ffi.register_ffi_target; svmopt/_csr.py loads it and falls back to XLA without it.
 
-#include <Python.h>
+#include "_ffi_module.h"
 
 #include <cstdint>
 
@@ -204,37 +204,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f64, Matvec<ffi::F64>, SVMOPT_CS
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f32, Rmatvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f64, Rmatvec<ffi::F64>, SVMOPT_CSR_BINDING(ffi::F64));
 
-// ---- Python module: the handlers as capsules -------------------------------------------
-
-static PyObject* registrations(PyObject*, PyObject*) {
-  PyObject* out = PyDict_New();
-  if (!out) return nullptr;
-  const struct {
-    const char* name;
-    void* fn;
-  } targets[] = {
-      {"svmopt_csr_matvec_f32", reinterpret_cast<void*>(svmopt_csr_matvec_f32)},
-      {"svmopt_csr_matvec_f64", reinterpret_cast<void*>(svmopt_csr_matvec_f64)},
-      {"svmopt_csr_rmatvec_f32", reinterpret_cast<void*>(svmopt_csr_rmatvec_f32)},
-      {"svmopt_csr_rmatvec_f64", reinterpret_cast<void*>(svmopt_csr_rmatvec_f64)},
-  };
-  for (const auto& t : targets) {
-    PyObject* cap = PyCapsule_New(t.fn, nullptr, nullptr);
-    if (!cap || PyDict_SetItemString(out, t.name, cap) < 0) {
-      Py_XDECREF(cap);
-      Py_DECREF(out);
-      return nullptr;
-    }
-    Py_DECREF(cap);
-  }
-  return out;
-}
-
-static PyMethodDef methods[] = {
-    {"registrations", registrations, METH_NOARGS, "{FFI target name: PyCapsule} for jax.ffi.register_ffi_target."},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_csr_ffi", "svmopt CSR kernels (XLA FFI).", -1, methods};
-
-PyMODINIT_FUNC PyInit__csr_ffi(void) { return PyModule_Create(&module); }
+SVMOPT_FFI_MODULE(_csr_ffi, "svmopt CSR kernels (XLA FFI).",
+                  SVMOPT_FFI_TARGET(svmopt_csr_matvec_f32),
+                  SVMOPT_FFI_TARGET(svmopt_csr_matvec_f64),
+                  SVMOPT_FFI_TARGET(svmopt_csr_rmatvec_f32),
+                  SVMOPT_FFI_TARGET(svmopt_csr_rmatvec_f64))

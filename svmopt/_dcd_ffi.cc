@@ -24,7 +24,7 @@
 // The module exposes `registrations()` -> {target name: PyCapsule} for jax.ffi.register_ffi_target;
 // dual_cd uses the XLA pass where the module is not built.
 
-#include <Python.h>
+#include "_ffi_module.h"
 
 #include <algorithm>
 #include <cmath>
@@ -217,34 +217,6 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_dcd_pass_f32, Pass<ffi::F32>, SVMOPT_DCD_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_dcd_pass_f64, Pass<ffi::F64>, SVMOPT_DCD_BINDING(ffi::F64));
 
-static PyObject* registrations(PyObject*, PyObject*) {
-  PyObject* out = PyDict_New();
-  if (!out) return nullptr;
-  const struct {
-    const char* name;
-    void* fn;
-  } targets[] = {
-      {"svmopt_dcd_pass_f32", reinterpret_cast<void*>(svmopt_dcd_pass_f32)},
-      {"svmopt_dcd_pass_f64", reinterpret_cast<void*>(svmopt_dcd_pass_f64)},
-  };
-  for (const auto& t : targets) {
-    PyObject* cap = PyCapsule_New(t.fn, nullptr, nullptr);
-    if (!cap || PyDict_SetItemString(out, t.name, cap) < 0) {
-      Py_XDECREF(cap);
-      Py_DECREF(out);
-      return nullptr;
-    }
-    Py_DECREF(cap);
-  }
-  return out;
-}
-
-static PyMethodDef methods[] = {
-    {"registrations", registrations, METH_NOARGS, "{FFI target name: PyCapsule} for jax.ffi.register_ffi_target."},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dcd_ffi", "svmopt dual CD pass (XLA FFI).", -1,
-                                    methods};
-
-PyMODINIT_FUNC PyInit__dcd_ffi(void) { return PyModule_Create(&module); }
+SVMOPT_FFI_MODULE(_dcd_ffi, "svmopt dual CD pass (XLA FFI).",
+                  SVMOPT_FFI_TARGET(svmopt_dcd_pass_f32),
+                  SVMOPT_FFI_TARGET(svmopt_dcd_pass_f64))
