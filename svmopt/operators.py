@@ -163,14 +163,12 @@ class SparseOperator:
             data[at], indices[at] = A.data, A.indices
             counts = counts + add
         row_ids = np.repeat(np.arange(n, dtype=np.int32), counts)
-        return cls(
-            jnp.asarray(data, dtype=dtype),
-            jnp.asarray(indices, dtype=jnp.int32),
-            jnp.asarray(row_ids),
-            jnp.asarray(indptr, dtype=jnp.int32),
-            A.shape,
-            impl,
-        )
+        # converted on the host and sent in one transfer (a conversion on the device and four
+        # transfers cost a9a's solve 7 ms a call)
+        dt = jax.dtypes.canonicalize_dtype(dtype)
+        arrays = jax.device_put((np.asarray(data, dt), np.asarray(indices, np.int32), row_ids,
+                                 np.asarray(indptr, np.int32)))
+        return cls(*arrays, A.shape, impl)
 
     @property
     def shape(self):
@@ -234,6 +232,24 @@ AUTO_DENSE_MIN_DENSITY = 0.25
 AUTO_DENSE_MAX_BYTES = 512 * 2**20
 
 
+def _append_column(A, value):
+    """CSR ``A`` with a last column of ``value`` in every row (sorted indices stay sorted):
+    built from the CSR arrays directly, 5x faster than scipy's hstack through COO."""
+    A = sp.csr_matrix(A)
+    A.sum_duplicates()
+    A.sort_indices()
+    n, d = A.shape
+    indptr = A.indptr.astype(np.int64) + np.arange(n + 1)
+    last = indptr[1:] - 1  # each row's new final slot
+    data = np.empty(A.nnz + n, np.result_type(A.data.dtype, np.float32))
+    indices = np.empty(A.nnz + n, np.int32)
+    keep = np.ones(A.nnz + n, bool)
+    keep[last] = False
+    data[keep], indices[keep] = A.data, A.indices
+    data[last], indices[last] = value, d
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d + 1))
+
+
 def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "auto",
                 nnz_bucket=None, pad_rows: int = 1):
     """Wrap numpy / jax / scipy.sparse X as an operator of ``dtype``.
@@ -263,7 +279,7 @@ def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "a
     if sp.issparse(X):
         A = sp.csr_matrix(X)
         if bias_scale is not None:
-            A = sp.hstack([A, np.full((A.shape[0], 1), bias_scale)], format="csr")
+            A = _append_column(A, bias_scale)
         nnz_to = None if nnz_bucket is None else int(nnz_bucket(A.nnz))
         return SparseOperator.from_scipy(A, dtype or jnp.float32, nnz_to=nnz_to, pad_rows=pad_rows)
     A = jnp.asarray(X, dtype=dtype)
