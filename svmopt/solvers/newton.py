@@ -142,7 +142,12 @@ class Newton(Method):
             mb = jnp.where(mb > 0, mb, 1.0)
         else:
             mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
-        target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj)  # ||r||^2 that certifies the next iterate
+        # ||r||^2 that certifies the next iterate: gap = ||g||^2 / (2 c) holds only for a quadratic
+        # regularizer without a free intercept. With one, the gap also pays for projecting alpha onto
+        # y^T alpha = 0, first order in the intercept's gradient: no residual target certifies it
+        # (stopping CG there left every later step a one-step CG, a gradient step, and stalled)
+        exact = pb.reg.quadratic is not None and not pb.fit_intercept
+        target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj) if exact else jnp.zeros((), dt)
         (sw, sb), k = _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
         # line search on P(w + t s): f moves along q = X s_w + s_b, no further product with X
         q = pb.op.matvec(sw) + fb * sb
