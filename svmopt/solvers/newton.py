@@ -39,6 +39,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._csr import ffi_available
+from ..operators import SparseOperator
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
 from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, start_or, stall_update, static
@@ -71,6 +73,9 @@ class Newton(Method):
     obj_tol, patience   the safeguard: STALLED when neither the objective improved by obj_tol (1e-10,
                         relative) nor the gap by 1% in ``patience`` (20) iterations
     precondition        diagonal preconditioning of CG (default on)
+    active_rows         restrict sparse X to the rows with l''(m_i) != 0 for the CG products (default on;
+                        used where the CPU CSR kernel runs; under ``jax.vmap`` the restricted matrices are
+                        batched and take the slower XLA path: switch it off there)
     """
 
     tol: float = 1e-3
@@ -80,6 +85,7 @@ class Newton(Method):
     obj_tol: float = 1e-10
     patience: int = 20
     precondition: bool = static(True)
+    active_rows: bool = static(True)
 
     name = "newton"
 
@@ -125,17 +131,24 @@ class Newton(Method):
         # (the smoothed hinge at w = 0): a damping of c keeps its Newton step finite there
         damp_b = jnp.where(jnp.sum(D) > 0, 0.0, c)
 
+        # H v only involves the rows with D_i != 0 (LIBLINEAR's index set I): a CSR walked by the CPU
+        # kernel is restricted to them once per step, so each CG step reads only their nonzeros
+        op, Dh = pb.op, D
+        if self.active_rows and _walks_rows(op):
+            op, perm = _restrict_rows(op, D != 0)
+            Dh = D[perm]
+
         def hess(v):
             vw, vb = v
-            q = pb.op.matvec(vw) + fb * vb
-            Dq = D * q
-            return hvp_reg(vw) + pb.op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
+            q = op.matvec(vw) + fb * vb
+            Dq = Dh * q
+            return hvp_reg(vw) + op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
 
         if self.precondition:
             a = self.pre_mix
             # X o X: the same operator with every stored value squared (dense or CSR alike)
-            sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, pb.op)
-            dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(D)
+            sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
+            dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(Dh)
             db = jnp.sum(D * live) + damp_b
             mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
             mw = jnp.where(mw > 0, mw, 1.0)
@@ -185,6 +198,40 @@ class Newton(Method):
     def carry(self, pb, st: NewtonState) -> Start:
         return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
                      dict(f=st.f, best=st.best, since=st.since))
+
+
+def _walks_rows(op) -> bool:
+    """Static: is ``op`` a CSR whose products the CPU kernel computes row by row along indptr?"""
+    return (isinstance(op, SparseOperator) and op.impl != "xla" and jax.default_backend() == "cpu"
+            and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
+
+
+def _restrict_rows(op, keep):
+    """(op', perm): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
+    perm[i] of op), and indptr ending after them, so the kernel walks only their nonzeros; the other
+    rows keep their entries and row ids (the XLA path, which sums over row ids, stays exact: a caller
+    weighs them by 0). Worth one gather of the nonzeros, so only done when the kept rows hold at most
+    half of them (else op itself, perm = identity)."""
+    n, nnz = keep.shape[0], op.data.shape[0]
+    counts = jnp.diff(op.indptr)
+    k = jnp.sum(keep, dtype=jnp.int32)
+    pos = jnp.where(keep, jnp.cumsum(keep, dtype=jnp.int32) - 1, k + jnp.cumsum(~keep, dtype=jnp.int32) - 1)
+    ids = jnp.arange(n, dtype=jnp.int32)
+    perm = jnp.zeros((n,), jnp.int32).at[pos].set(ids)
+    kept = jnp.sum(jnp.where(keep, counts, 0), dtype=jnp.int32)
+
+    def restrict(_):
+        cp = counts[perm]
+        indptr = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cp, dtype=jnp.int32)])
+        rows = jnp.repeat(ids, cp, total_repeat_length=nnz)
+        src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
+        return op.data[src], op.indices[src], jnp.minimum(indptr, kept), rows, perm
+
+    def whole(_):
+        return op.data, op.indices, op.indptr, op.row_ids, ids
+
+    data, indices, indptr, rows, perm = lax.cond(2 * kept <= nnz, restrict, whole, None)
+    return SparseOperator(data, indices, rows, indptr, op.shape, op.impl), perm
 
 
 def _second(loss, m):
