@@ -131,37 +131,45 @@ class Newton(Method):
         # (the smoothed hinge at w = 0): a damping of c keeps its Newton step finite there
         damp_b = jnp.where(jnp.sum(D) > 0, 0.0, c)
 
-        # H v only involves the rows with D_i != 0 (LIBLINEAR's index set I): a CSR walked by the CPU
-        # kernel is restricted to them once per step, so each CG step reads only their nonzeros
-        op, Dh = pb.op, D
-        if self.active_rows and _walks_rows(op):
-            op, perm = _restrict_rows(op, D != 0)
-            Dh = D[perm]
-
-        def hess(v):
-            vw, vb = v
-            q = op.matvec(vw) + fb * vb
-            Dq = Dh * q
-            return hvp_reg(vw) + op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
-
-        if self.precondition:
-            a = self.pre_mix
-            # X o X: the same operator with every stored value squared (dense or CSR alike)
-            sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
-            dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(Dh)
-            db = jnp.sum(D * live) + damp_b
-            mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
-            mw = jnp.where(mw > 0, mw, 1.0)
-            mb = jnp.where(mb > 0, mb, 1.0)
-        else:
-            mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
         # ||r||^2 that certifies the next iterate: gap = ||g||^2 / (2 c) holds only for a quadratic
         # regularizer without a free intercept. With one, the gap also pays for projecting alpha onto
         # y^T alpha = 0, first order in the intercept's gradient: no residual target certifies it
         # (stopping CG there left every later step a one-step CG, a gradient step, and stalled)
         exact = pb.reg.quadratic is not None and not pb.fit_intercept
         target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj) if exact else jnp.zeros((), dt)
-        (sw, sb), k = _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
+        db = jnp.sum(D * live) + damp_b
+
+        def direction(op, Dh):
+            """PCG on H s = -g with H v = hvp_R v + X^T (Dh * X v) over the rows of ``op``."""
+            def hess(v):
+                vw, vb = v
+                q = op.matvec(vw) + fb * vb
+                Dq = Dh * q
+                return hvp_reg(vw) + op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
+
+            if self.precondition:
+                a = self.pre_mix
+                # X o X: the same operator with every stored value squared (dense or CSR alike)
+                sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
+                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(Dh)
+                mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
+                mw = jnp.where(mw > 0, mw, 1.0)
+                mb = jnp.where(mb > 0, mb, 1.0)
+            else:
+                mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
+            return _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
+
+        # H v only involves the rows with D_i != 0 (LIBLINEAR's index set I): when they hold at most half
+        # of the nonzeros, a CSR walked by the CPU kernel is restricted to them once per step (one gather
+        # of the nonzeros), so each CG step reads only theirs
+        if self.active_rows and _walks_rows(pb.op):
+            keep = D != 0
+            kept = jnp.sum(jnp.where(keep, jnp.diff(pb.op.indptr), 0), dtype=jnp.int32)
+            (sw, sb), k = lax.cond(2 * kept <= pb.op.data.shape[0],
+                                   lambda: direction(*_restrict_rows(pb.op, keep, kept, D)),
+                                   lambda: direction(pb.op, D))
+        else:
+            (sw, sb), k = direction(pb.op, D)
         # line search on P(w + t s): f moves along q = X s_w + s_b, no further product with X
         q = pb.op.matvec(sw) + fb * sb
         slope = jnp.vdot(st.gw, sw) + fb * st.gb * sb
@@ -206,32 +214,23 @@ def _walks_rows(op) -> bool:
             and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
 
 
-def _restrict_rows(op, keep):
-    """(op', perm): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
-    perm[i] of op), and indptr ending after them, so the kernel walks only their nonzeros; the other
-    rows keep their entries and row ids (the XLA path, which sums over row ids, stays exact: a caller
-    weighs them by 0). Worth one gather of the nonzeros, so only done when the kept rows hold at most
-    half of them (else op itself, perm = identity)."""
+def _restrict_rows(op, keep, kept, D):
+    """(op', D'): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
+    perm[i] of op, D' = D[perm]), and indptr ending after them (``kept`` = their nonzeros), so the
+    kernel walks only those. The other rows keep their entries and row ids: the XLA path, which sums
+    over row ids, stays exact as long as D' is 0 there."""
     n, nnz = keep.shape[0], op.data.shape[0]
     counts = jnp.diff(op.indptr)
     k = jnp.sum(keep, dtype=jnp.int32)
     pos = jnp.where(keep, jnp.cumsum(keep, dtype=jnp.int32) - 1, k + jnp.cumsum(~keep, dtype=jnp.int32) - 1)
     ids = jnp.arange(n, dtype=jnp.int32)
     perm = jnp.zeros((n,), jnp.int32).at[pos].set(ids)
-    kept = jnp.sum(jnp.where(keep, counts, 0), dtype=jnp.int32)
-
-    def restrict(_):
-        cp = counts[perm]
-        indptr = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cp, dtype=jnp.int32)])
-        rows = jnp.repeat(ids, cp, total_repeat_length=nnz)
-        src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
-        return op.data[src], op.indices[src], jnp.minimum(indptr, kept), rows, perm
-
-    def whole(_):
-        return op.data, op.indices, op.indptr, op.row_ids, ids
-
-    data, indices, indptr, rows, perm = lax.cond(2 * kept <= nnz, restrict, whole, None)
-    return SparseOperator(data, indices, rows, indptr, op.shape, op.impl), perm
+    cp = counts[perm]
+    indptr = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cp, dtype=jnp.int32)])
+    rows = jnp.repeat(ids, cp, total_repeat_length=nnz)
+    src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
+    op = SparseOperator(op.data[src], op.indices[src], rows, jnp.minimum(indptr, kept), op.shape, op.impl)
+    return op, D[perm]
 
 
 def _second(loss, m):
