@@ -13,16 +13,22 @@ iteration (Lin, Weng & Keerthi 2008; Galli & Lin 2021 for the line-search form) 
      2018, with their mixing (1 - a) + a diag(H); ``pre_mix`` = a).
      CG stops on the quadratic model's relative decrease, i Q_i - Q_{i-1} <= eta Q_i with
      eta = min(cg_eta, sqrt ||g||_{M^-1}) (LIBLINEAR's newton.cpp), once the residual is below
-     ||g|| / 2, or as soon as the residual is small enough for the duality gap target
-     (||r||^2 <= 2 c tol |P| / 10; for the l2 SVM without a free intercept the gap of the next
-     iterate is ||g||^2 / (2 c), c = the regularizer's curvature) -- the last rule lets the final
-     Newton step land on a certified point instead of stopping one step short of it;
+     ||g|| / 2, or, for a quadratic regularizer without a free intercept, as soon as the residual
+     is small enough for the duality gap target (||r||^2 <= 2 c tol |P| / 10: there the gap of the
+     next iterate is ||g||^2 / (2 c), c = the regularizer's curvature) -- the last rule lets the
+     final Newton step land on a certified point instead of stopping one step short of it (with a
+     free intercept the gap also pays for projecting alpha onto y^T alpha = 0: no residual bound
+     certifies it, and the rule would cut every later CG to one step);
+     H v only involves the rows with D_i != 0 (LIBLINEAR's index set): for CSR X on the CPU kernel,
+     when they hold at most half of the nonzeros, X is restricted to them once per step (rows
+     permuted, indptr ending after them), so a CG step reads only their nonzeros;
   3. backtracking (Armijo, factor 1/2, sufficient decrease 0.01, at most 30 halvings) along d;
      the trial objectives need no product with X: f + t X d is formed from X d once.
 
 Cost of an iteration: (CG steps) x (one X v and one X^T u) + X d + X^T u for the new gradient
 (+ X^T (alpha y) for the gap with a free intercept, where alpha is re-projected onto
-y^T alpha = 0) + one pass over X o X for the preconditioner.
+y^T alpha = 0) + one pass over X o X for the preconditioner (+ one gather of the nonzeros when
+the CG products are restricted to the active rows, whose nonzeros are then all a CG step reads).
 
 Stopping: the relative duality gap (P - D)/|P| <= tol (every method's rule) with the dual point
 alpha = -C s l'(margin) (projected when an intercept is fitted), computed after every step. The
