@@ -13,16 +13,22 @@ iteration (Lin, Weng & Keerthi 2008; Galli & Lin 2021 for the line-search form) 
      2018, with their mixing (1 - a) + a diag(H); ``pre_mix`` = a).
      CG stops on the quadratic model's relative decrease, i Q_i - Q_{i-1} <= eta Q_i with
      eta = min(cg_eta, sqrt ||g||_{M^-1}) (LIBLINEAR's newton.cpp), once the residual is below
-     ||g|| / 2, or as soon as the residual is small enough for the duality gap target
-     (||r||^2 <= 2 c tol |P| / 10; for the l2 SVM without a free intercept the gap of the next
-     iterate is ||g||^2 / (2 c), c = the regularizer's curvature) -- the last rule lets the final
-     Newton step land on a certified point instead of stopping one step short of it;
+     ||g|| / 2, or, for a quadratic regularizer without a free intercept, as soon as the residual
+     is small enough for the duality gap target (||r||^2 <= 2 c tol |P| / 10: there the gap of the
+     next iterate is ||g||^2 / (2 c), c = the regularizer's curvature) -- the last rule lets the
+     final Newton step land on a certified point instead of stopping one step short of it (with a
+     free intercept the gap also pays for projecting alpha onto y^T alpha = 0: no residual bound
+     certifies it, and the rule would cut every later CG to one step);
+     H v only involves the rows with D_i != 0 (LIBLINEAR's index set): for CSR X on the CPU kernel,
+     when they hold at most half of the nonzeros, X is restricted to them once per step (rows
+     permuted, indptr ending after them), so a CG step reads only their nonzeros;
   3. backtracking (Armijo, factor 1/2, sufficient decrease 0.01, at most 30 halvings) along d;
      the trial objectives need no product with X: f + t X d is formed from X d once.
 
 Cost of an iteration: (CG steps) x (one X v and one X^T u) + X d + X^T u for the new gradient
 (+ X^T (alpha y) for the gap with a free intercept, where alpha is re-projected onto
-y^T alpha = 0) + one pass over X o X for the preconditioner.
+y^T alpha = 0) + one pass over X o X for the preconditioner (+ one gather of the nonzeros when
+the CG products are restricted to the active rows, whose nonzeros are then all a CG step reads).
 
 Stopping: the relative duality gap (P - D)/|P| <= tol (every method's rule) with the dual point
 alpha = -C s l'(margin) (projected when an intercept is fitted), computed after every step. The
@@ -39,6 +45,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._csr import ffi_available
+from ..operators import SparseOperator
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
 from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, start_or, stall_update, static
@@ -71,6 +79,9 @@ class Newton(Method):
     obj_tol, patience   the safeguard: STALLED when neither the objective improved by obj_tol (1e-10,
                         relative) nor the gap by 1% in ``patience`` (20) iterations
     precondition        diagonal preconditioning of CG (default on)
+    active_rows         restrict sparse X to the rows with l''(m_i) != 0 for the CG products (default on;
+                        used where the CPU CSR kernel runs; under ``jax.vmap`` the restricted matrices are
+                        batched and take the slower XLA path: switch it off there)
     """
 
     tol: float = 1e-3
@@ -80,6 +91,7 @@ class Newton(Method):
     obj_tol: float = 1e-10
     patience: int = 20
     precondition: bool = static(True)
+    active_rows: bool = static(True)
 
     name = "newton"
 
@@ -125,25 +137,45 @@ class Newton(Method):
         # (the smoothed hinge at w = 0): a damping of c keeps its Newton step finite there
         damp_b = jnp.where(jnp.sum(D) > 0, 0.0, c)
 
-        def hess(v):
-            vw, vb = v
-            q = pb.op.matvec(vw) + fb * vb
-            Dq = D * q
-            return hvp_reg(vw) + pb.op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
+        # ||r||^2 that certifies the next iterate: gap = ||g||^2 / (2 c) holds only for a quadratic
+        # regularizer without a free intercept. With one, the gap also pays for projecting alpha onto
+        # y^T alpha = 0, first order in the intercept's gradient: no residual target certifies it
+        # (stopping CG there left every later step a one-step CG, a gradient step, and stalled)
+        exact = pb.reg.quadratic is not None and not pb.fit_intercept
+        target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj) if exact else jnp.zeros((), dt)
+        db = jnp.sum(D * live) + damp_b
 
-        if self.precondition:
-            a = self.pre_mix
-            # X o X: the same operator with every stored value squared (dense or CSR alike)
-            sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, pb.op)
-            dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(D)
-            db = jnp.sum(D * live) + damp_b
-            mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
-            mw = jnp.where(mw > 0, mw, 1.0)
-            mb = jnp.where(mb > 0, mb, 1.0)
+        def direction(op, Dh):
+            """PCG on H s = -g with H v = hvp_R v + X^T (Dh * X v) over the rows of ``op``."""
+            def hess(v):
+                vw, vb = v
+                q = op.matvec(vw) + fb * vb
+                Dq = Dh * q
+                return hvp_reg(vw) + op.rmatvec(Dq), fb * (jnp.sum(Dq) + damp_b * vb)
+
+            if self.precondition:
+                a = self.pre_mix
+                # X o X: the same operator with every stored value squared (dense or CSR alike)
+                sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
+                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(Dh)
+                mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
+                mw = jnp.where(mw > 0, mw, 1.0)
+                mb = jnp.where(mb > 0, mb, 1.0)
+            else:
+                mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
+            return _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
+
+        # H v only involves the rows with D_i != 0 (LIBLINEAR's index set I): when they hold at most half
+        # of the nonzeros, a CSR walked by the CPU kernel is restricted to them once per step (one gather
+        # of the nonzeros), so each CG step reads only theirs
+        if self.active_rows and _walks_rows(pb.op):
+            keep = D != 0
+            kept = jnp.sum(jnp.where(keep, jnp.diff(pb.op.indptr), 0), dtype=jnp.int32)
+            (sw, sb), k = lax.cond(2 * kept <= pb.op.data.shape[0],
+                                   lambda: direction(*_restrict_rows(pb.op, keep, kept, D)),
+                                   lambda: direction(pb.op, D))
         else:
-            mw, mb = jnp.ones_like(st.w), jnp.ones((), dt)
-        target = 0.1 * 2.0 * c * self.tol * jnp.abs(st.obj)  # ||r||^2 that certifies the next iterate
-        (sw, sb), k = _pcg(hess, (st.gw, fb * st.gb), (mw, mb), self.cg_eta, self.cg_iters, target)
+            (sw, sb), k = direction(pb.op, D)
         # line search on P(w + t s): f moves along q = X s_w + s_b, no further product with X
         q = pb.op.matvec(sw) + fb * sb
         slope = jnp.vdot(st.gw, sw) + fb * st.gb * sb
@@ -180,6 +212,31 @@ class Newton(Method):
     def carry(self, pb, st: NewtonState) -> Start:
         return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
                      dict(f=st.f, best=st.best, since=st.since))
+
+
+def _walks_rows(op) -> bool:
+    """Static: is ``op`` a CSR whose products the CPU kernel computes row by row along indptr?"""
+    return (isinstance(op, SparseOperator) and op.impl != "xla" and jax.default_backend() == "cpu"
+            and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
+
+
+def _restrict_rows(op, keep, kept, D):
+    """(op', D'): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
+    perm[i] of op, D' = D[perm]), and indptr ending after them (``kept`` = their nonzeros), so the
+    kernel walks only those. The other rows keep their entries and row ids: the XLA path, which sums
+    over row ids, stays exact as long as D' is 0 there."""
+    n, nnz = keep.shape[0], op.data.shape[0]
+    counts = jnp.diff(op.indptr)
+    k = jnp.sum(keep, dtype=jnp.int32)
+    pos = jnp.where(keep, jnp.cumsum(keep, dtype=jnp.int32) - 1, k + jnp.cumsum(~keep, dtype=jnp.int32) - 1)
+    ids = jnp.arange(n, dtype=jnp.int32)
+    perm = jnp.zeros((n,), jnp.int32).at[pos].set(ids)
+    cp = counts[perm]
+    indptr = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cp, dtype=jnp.int32)])
+    rows = jnp.repeat(ids, cp, total_repeat_length=nnz)
+    src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
+    op = SparseOperator(op.data[src], op.indices[src], rows, jnp.minimum(indptr, kept), op.shape, op.impl)
+    return op, D[perm]
 
 
 def _second(loss, m):
