@@ -2,6 +2,7 @@
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,19 @@ from pathlib import Path
 if "SVMOPT_CACHE_DIR" not in os.environ:
     os.environ["SVMOPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="svmopt-test-cache-")
     atexit.register(shutil.rmtree, os.environ["SVMOPT_CACHE_DIR"], ignore_errors=True)
+
+# The references (numpy/scipy/scikit-learn) solve small dense systems (~124 x 124, hundreds of
+# times per Newton reference): OpenBLAS's thread team costs far more than it gives there, and on a
+# shared 2-core machine it stalls (measured: 200 solves of 124 x 124, 12.8 s threaded, 0.04 s on
+# one thread, under load 3). One BLAS thread for the suite and its subprocesses; XLA keeps its own.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+if "numpy" in sys.modules:  # loaded before this file (a plugin): limit the pool it already started
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1, user_api="blas")
+    except ImportError:
+        pass
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

@@ -21,8 +21,19 @@ def _acc(w, b, name):
     return np.mean(np.where(Xt @ w + b > 0, 1.0, -1.0) == pm(yt))
 
 
-@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
-@pytest.mark.parametrize("p", [1, 2])
+def _pairs():
+    """(p, set) on full a9a / ijcnn1: the default run takes one diagonal of the cross product (every
+    p and every set, two LinearSVC references shared by the tests below), the other is slow."""
+    for p in (1, 2):
+        for name in ("a9a", "ijcnn1"):
+            fast = (p, name) in ((1, "a9a"), (2, "ijcnn1"))
+            yield pytest.param(p, name, id=f"{p}-{name}", marks=() if fast else pytest.mark.slow)
+
+
+PAIRS = list(_pairs())
+
+
+@pytest.mark.parametrize("p, name", PAIRS)
 def test_bias_feature_matches_liblinear(name, p):
     """Same problem as LIBLINEAR -B 1: objective within 1e-3 relative, test accuracy within 0.5 points."""
     X, y = load(name)
@@ -37,8 +48,7 @@ def test_bias_feature_matches_liblinear(name, p):
     assert abs(_acc(w, b, name) - _acc(w_ref, b_ref, name)) <= 0.005
 
 
-@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
-@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("p, name", PAIRS)
 def test_free_intercept_certified(name, p):
     """Free intercept: a numpy-recomputed dual certificate bounds the error, and the optimum
     lies below LIBLINEAR's bias-feature optimum minus its b^2/2 (b is free here)."""
@@ -101,8 +111,7 @@ def test_exact_and_inexact_agree(p):
     np.testing.assert_allclose(np.asarray(ri.w), np.asarray(re.w), atol=1e-3)
 
 
-@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
-@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("p, name", PAIRS)
 def test_float32_converges(name, p):
     X, y = load(name)
     ref, *_ = linearsvc(name, p, bias=1.0)

@@ -61,6 +61,15 @@ def test_custom_loss(run_example, capsys):
 
 
 def test_jax_pipeline(run_example):
+    """Five Adam steps through the implicit gradient (the slow sibling: twelve): every step lowers the
+    validation loss (measured 0.4618 -> 0.4598), which a wrong gradient would not do."""
+    losses = run_example("jax_pipeline")(steps=5)
+    assert np.all(np.isfinite(losses)) and np.all(np.diff(losses) < 0), losses
+    assert losses[-1] < losses[0] - 0.0015
+
+
+@pytest.mark.slow
+def test_jax_pipeline_longer(run_example):
     losses = run_example("jax_pipeline")(steps=12)
     assert losses[-1] < losses[0] - 0.003 and np.all(np.isfinite(losses))
 
