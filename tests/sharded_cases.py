@@ -1,14 +1,17 @@
 """Run in a subprocess with two forced host devices (XLA_FLAGS must be set before jax loads).
 
     python tests/sharded_cases.py <case> [args]   prints one JSON line with the results
+    python tests/sharded_cases.py batch '[[case, args...], ...]'   several cases, one process
 
 Used by tests/test_sharding.py; every case solves the same problem on one device and on
 rows sharded over both devices, and reports what the test compares.
 """
+import functools
 import importlib.util
 import json
 import os
 import sys
+import traceback
 
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
 
@@ -35,8 +38,13 @@ if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # the primal 
     METHODS["newton"] = (newton, squared_hinge, {})
 
 
+@functools.lru_cache(maxsize=None)
+def read(name):
+    return svmopt.load_svmlight(os.path.join(DATA, name + ".xz"), n_features=123 if name == "a9a" else None)
+
+
 def load(name, rows, layout):
-    X, y = svmopt.load_svmlight(os.path.join(DATA, name + ".xz"), n_features=123 if name == "a9a" else None)
+    X, y = read(name)
     X, y = X[:rows], y[:rows]
     return (X.toarray() if layout == "dense" else X), y
 
@@ -102,16 +110,33 @@ def ovr(rows, method_name, loss_name):
 
 def rows2(name, tol):
     """The whole file, one process, rows over its two devices (the two-process test's reference)."""
-    X, y = svmopt.load_svmlight(os.path.join(DATA, name + ".xz"))
+    X, y = read(name)
     r = svmopt.solve(*svmopt.shard_rows(X, y), loss=hinge, method=alm, dtype="float64", tol=tol, max_iter=50000)
     return summary(r)
+
+
+def run(case, *args):
+    args = [str(a) for a in args]
+    return {"equal": lambda: equal(args[0], int(args[1]), args[2], args[3], float(args[4]), *args[5:]),
+            "rows2": lambda: rows2(args[0], float(args[1])),
+            "layout": layout,
+            "ovr": lambda: ovr(int(args[0]), args[1], args[2])}[case]()
+
+
+def batch(cases):
+    """Several cases in this one process (one JAX start, each file read once): a list of
+    {"result": ...} or {"error": traceback}, one per case, in order."""
+    out = []
+    for case in json.loads(cases):
+        try:
+            out.append({"result": run(*case)})
+        except Exception:  # the others still run; the test of this case shows the traceback
+            out.append({"error": traceback.format_exc()})
+    return out
 
 
 if __name__ == "__main__":
     case, *args = sys.argv[1:]
     assert jax.device_count() == 2, jax.devices()
-    res = {"equal": lambda: equal(args[0], int(args[1]), args[2], args[3], float(args[4]), *args[5:]),
-           "rows2": lambda: rows2(args[0], float(args[1])),
-           "layout": layout,
-           "ovr": lambda: ovr(int(args[0]), args[1], args[2])}[case]()
+    res = batch(args[0]) if case == "batch" else run(case, *args)
     print("RESULT " + json.dumps(res))

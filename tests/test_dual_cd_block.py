@@ -5,9 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
+import jax
 import jax.numpy as jnp
 
 import svmopt
+from svmopt import driver
 from svmopt.losses import hinge, squared_hinge
 from svmopt.result import Status
 from svmopt.solve import prepare
@@ -49,8 +51,16 @@ def test_auto_variant_is_serial_on_cpu_block_elsewhere_and_serial_warns_there(mo
     # On 100 rows, a shape of this test's own: the program compiled under the faked platform stays
     # in svmopt's and JAX's caches, and a later dual_cd solve of the same shape would reuse it
     X, y = X[:100], y[:100]
+    # The patched platform changes the traced program but no cache key (the variant stays "auto"):
+    # svmopt's program table and JAX's trace caches may hold the serial program for this problem
+    # from an earlier test (test_dual_cd's L1 case: the block solve then failed on its state's
+    # structure, or ran the serial program, depending on which caches an earlier release had
+    # cleared), and must not keep the block one for a later test.
+    monkeypatch.setattr(driver, "_compiled", type(driver._compiled)())
+    jax.clear_caches()
     r = svmopt.solve(X, y, loss=hinge, method=dual_cd(tol=1e-4), fit_intercept=False, dtype=jnp.float64)
     monkeypatch.undo()
+    jax.clear_caches()
     s = svmopt.solve(X, y, loss=hinge, method=dual_cd(variant="serial", tol=1e-4), fit_intercept=False,
                      dtype=jnp.float64)
     assert r.status == s.status == Status.CONVERGED

@@ -75,7 +75,14 @@ def test_jax_pipeline_longer(run_example):
 
 
 def test_bilevel_features(run_example):
-    """Features and C learned through a differentiated SVM head lower the validation loss."""
+    """Features and C learned through a differentiated SVM head lower the validation loss: two
+    Adam steps, each lowering it (measured 0.4241 -> 0.4129); four in the slow sibling."""
+    losses, acc0, acc1 = run_example("bilevel_features")(steps=2, hidden=4, verbose=False, n_train=400, n_val=400)
+    assert np.all(np.diff(losses) < 0) and acc1 >= acc0 - 0.01, (losses, acc0, acc1)
+
+
+@pytest.mark.slow
+def test_bilevel_features_longer(run_example):
     losses, acc0, acc1 = run_example("bilevel_features")(steps=4, hidden=4, verbose=False, n_train=400, n_val=400)
     assert losses[-1] < losses[0] and acc1 >= acc0 - 0.01
 

@@ -51,6 +51,24 @@ def test_jit_equals_eager(heart):
         <= float(r.gap) + float(eager.gap)
 
 
+def test_vmap_over_C_and_p_together(heart):
+    """One vmapped program over (C, p) pairs of the Lp hinge, against eager solves (one program:
+    C and p are runtime numbers); the slow sibling below vmaps over each alone (four programs)."""
+    X, y = heart
+    Cs, ps = [0.1, 1.0, 4.0], [1.5, 3.0, 1.5]
+    kw = dict(tol=1e-9, dtype=F64)
+    v = jax.vmap(lambda C, p: svmopt.solve(X, y, C=C, loss=lp_hinge(p), **kw))(jnp.asarray(Cs), jnp.asarray(ps))
+    for i, (C, p) in enumerate(zip(Cs, ps)):
+        e = svmopt.solve(X, y, C=C, loss=lp_hinge(p), **kw)
+        assert int(v.status[i]) == e.status == Status.CONVERGED
+        assert float(v.primal_objective[i]) == pytest.approx(float(e.primal_objective), rel=1e-7)
+        # both certified: 1-strong convexity puts each w within sqrt(2 gap) of the optimum
+        dw = np.linalg.norm(np.asarray(v.w[i]) - np.asarray(e.w))
+        assert dw <= np.sqrt(2 * float(v.gap[i])) + np.sqrt(2 * float(e.gap)) + 1e-9
+    assert not np.allclose(np.asarray(v.w[0]), np.asarray(v.w[2]))  # the pairs are different problems
+
+
+@pytest.mark.slow
 def test_vmap_over_C_and_labels_and_p(heart):
     X, y = heart
     Cs = jnp.asarray([0.1, 1.0, 4.0])
