@@ -231,3 +231,84 @@ def test_wide_sparse_active_rows_exact_against_liblinear(dtype):
                                atol=1e-6 if dtype == jnp.float32 else 1e-12)
     P = references.objective(X, y[:100], np.asarray(on.w, float), float(on.b), 1.0, 2, bias_regularized=True)
     assert ref * (1 - 1e-9) <= P <= ref * (1 + 2 * tol)
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "logistic", "lp"])
+def test_exact_line_search_minimises_the_objective_along_the_direction(loss):
+    """The step of ``line_search="exact"`` is the minimiser of P(w + t s) over (0, 1]: against
+    scipy's bounded scalar minimiser on the objective recomputed in numpy (float64, a1a, a direction
+    from one CG solve from w = 0, and a short random one, whose optimum is t = 1)."""
+    from scipy.optimize import minimize_scalar
+    from svmopt.solve import prepare
+    from svmopt.solvers.newton import _exact_step
+
+    X, y = load("a1a")
+    yy = pm(y)
+    L, p = LOSSES[loss]
+    pb = prepare(X, y, loss=L, reg=svmopt.regularizers.l2, fit_intercept=False, dtype=F64, bucket=False)[0]
+    st = newton.init(pb, svmopt.solvers._base.Start(jnp.zeros(pb.d), jnp.zeros(()), jnp.zeros(pb.n),
+                                                    jnp.asarray(0, jnp.int32), newton.aux_template(pb)))
+    rng = np.random.default_rng(0)
+    w0 = 0.05 * rng.standard_normal(X.shape[1])
+    st = st._replace(w=jnp.asarray(w0), f=jnp.asarray(X @ w0))
+    val = references._loss_parts(loss, p)[0]
+    for s in (30.0 * rng.standard_normal(X.shape[1]) * (X.T @ yy < 0), 1e-3 * (X.T @ yy - w0)):
+        q = X @ s
+        phi = lambda t: 0.5 * (w0 + t * s) @ (w0 + t * s) + np.sum(val(yy * (X @ w0 + t * q)))  # noqa: E731
+        t = float(_exact_step(pb, st, jnp.asarray(s), jnp.asarray(q)))
+        ref = minimize_scalar(phi, bounds=(0.0, 1.0), method="bounded", options=dict(xatol=1e-12))
+        assert 0.0 < t <= 1.0
+        assert phi(t) <= min(ref.fun, phi(1.0)) + 1e-9 * abs(ref.fun)
+
+
+def _wide():
+    """a1a's first 100 rows (more features, 123 + the bias feature, than rows) and LIBLINEAR
+    -s 2's objective there at -e 1e-10 (C = 1, -B 1)."""
+    from liblinear import liblinearutil as ll
+
+    X, y = load("a1a")
+    X, yy = X[:100], pm(y)[:100]
+    m = ll.train(ll.problem(yy, X), ll.parameter("-s 2 -c 1 -B 1 -q -e 1e-10"))
+    w, b = m.get_decfun()
+    sign = 1.0 if m.get_labels()[0] == 1 else -1.0
+    return X, yy, references.objective(X, yy, sign * np.asarray(w), sign * b, 1.0, 2, bias_regularized=True)
+
+
+def test_dual_cd_warm_start_on_wide_data_matches_liblinear():
+    """newton(warm="dual_cd") on wide data (LIBLINEAR's -s 1 handing over to -s 2): float64 to a
+    1e-10 gap at LIBLINEAR -s 2's optimum (-e 1e-10), the passes reported; a given start runs no
+    pass; warm_passes=0 takes Newton's own iterates from 0."""
+    X, yy, ref = _wide()
+    kw = dict(loss=squared_hinge, intercept_scaling=1.0, dtype=F64)
+    r = svmopt.solve(X, yy, method=newton(tol=1e-10, warm="dual_cd"), **kw)
+    assert r.status == Status.CONVERGED and 0 < int(r.extras["warm_passes"]) <= 100
+    P = references.objective(X, yy, np.asarray(r.w, float), float(r.b), 1.0, 2, bias_regularized=True)
+    assert ref * (1 - 1e-10) <= P <= ref * (1 + 2e-10)
+    again = svmopt.solve(X, yy, method=newton(tol=1e-10, warm="dual_cd"), init=(np.asarray(r.w), float(r.b)), **kw)
+    assert int(again.extras["warm_passes"]) == 0 and again.iterations <= 1
+    cold = svmopt.solve(X, yy, method=newton(tol=1e-10), **kw)
+    zero = svmopt.solve(X, yy, method=newton(tol=1e-10, warm="dual_cd", warm_passes=0), **kw)
+    assert int(zero.extras["warm_passes"]) == 0 and zero.iterations == cold.iterations
+    np.testing.assert_allclose(np.asarray(zero.w), np.asarray(cold.w), rtol=1e-12, atol=1e-12)
+
+
+def test_dual_cd_warm_start_float32_and_its_refusals():
+    """float32 certifies 1e-3 at LIBLINEAR's optimum; the warm start names what it needs (no free
+    intercept, a loss with a box dual); a new warm_passes is a runtime number (no recompile)."""
+    X, yy, ref = _wide()
+    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
+    r = svmopt.solve(X, yy, method=newton(warm="dual_cd", warm_passes=7), **kw)
+    n0 = svmopt.compile_count()
+    r2 = svmopt.solve(X, yy, method=newton(warm="dual_cd", warm_passes=3), **kw)
+    assert svmopt.compile_count() == n0
+    assert int(r.extras["warm_passes"]) == 7 and int(r2.extras["warm_passes"]) == 3
+    for res in (r, r2):
+        assert res.status == Status.CONVERGED
+        P = references.objective(X, yy, np.asarray(res.w, float), float(res.b), 1.0, 2, bias_regularized=True)
+        assert P <= ref * (1 + 2e-3) and P >= ref * (1 - 1e-5)
+    with pytest.raises(MissingCapability, match="warm='dual_cd'.*free intercept"):
+        svmopt.solve(X, yy, loss=squared_hinge, method=newton(warm="dual_cd"))
+    with pytest.raises(MissingCapability, match="warm='dual_cd'"):
+        svmopt.solve(X, yy, loss=logistic, intercept_scaling=1.0, method=newton(warm="dual_cd"))
+    with pytest.raises(ValueError, match="warm"):
+        svmopt.solve(X, yy, method=newton(warm="alm"), **kw)

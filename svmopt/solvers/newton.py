@@ -46,6 +46,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._csr import ffi_available
+from ..losses import MissingCapability
 from ..operators import SparseOperator
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
@@ -64,6 +65,7 @@ class NewtonState(NamedTuple):
     crit: Any  # relative duality gap at (w, b)
     step: Any  # the last line-search step
     cg: Any  # CG steps so far (diagnostic)
+    warm: Any  # dual CD passes of the warm start (diagnostic; 0 without one)
     best: Any  # (best objective, best gap) for the safeguard
     since: Any
 
@@ -82,6 +84,13 @@ class Newton(Method):
     active_rows         restrict sparse X to the rows with l''(m_i) != 0 for the CG products (default on;
                         used where the CPU CSR kernel runs; under ``jax.vmap`` the restricted matrices are
                         batched and take the slower XLA path: switch it off there)
+    warm                "dual_cd": a cold start first runs dual coordinate descent (``dual_cd``'s
+                        default variant, its pass rule with ``warm_eps``) for at most ``warm_passes``
+                        passes and starts Newton from its w = X^T (alpha y) -- LIBLINEAR's -s 1, which
+                        hands over to -s 2 after its pass cap. Needs a loss with a box dual (hinge,
+                        squared hinge, smoothed hinge), l2 and no free intercept. None (default): from 0.
+                        A warm start or a resume given to ``solve`` skips the passes.
+    warm_passes, warm_eps   the warm start's pass cap (100) and pass-rule tolerance (LIBLINEAR's -e, 0.1)
     """
 
     tol: float = 1e-3
@@ -90,8 +99,12 @@ class Newton(Method):
     pre_mix: float = 1.0
     obj_tol: float = 1e-10
     patience: int = 20
+    warm_passes: int = 100
+    warm_eps: float = 0.1
     precondition: bool = static(True)
     active_rows: bool = static(True)
+    warm: Any = static(None)
+    line_search: str = static("exact")
 
     name = "newton"
 
@@ -103,6 +116,16 @@ class Newton(Method):
         pb.reg.grad(jnp.zeros(1))  # raises MissingCapability naming 'grad' (l1, elastic net)
         require(pb.loss.has_dual and pb.reg.has_conjugate,
                 f"newton certifies a duality gap: loss {pb.loss!r} needs a dual and {pb.reg!r} a conjugate")
+        if self.warm not in (None, "dual_cd"):
+            raise ValueError(f"newton warm must be None or 'dual_cd', got {self.warm!r}")
+        if self.warm == "dual_cd":
+            from .dual_cd import dual_cd
+            try:  # dual CD's own checks name what the warm start needs (l2, no free intercept, a box dual)
+                dual_cd.validate(pb)
+            except (MissingCapability, ValueError) as exc:
+                raise type(exc)(f"newton(warm='dual_cd'): {exc}") from None
+            check_positive(self, "warm_eps")
+            check_positive(self, "warm_passes", integer=True, allow_zero=True)
         check_positive(self, "cg_iters", "patience", integer=True)
         check_positive(self, "cg_eta", "pre_mix")
         check_positive(self, "obj_tol", allow_zero=True)
@@ -119,11 +142,36 @@ class Newton(Method):
         w, b = start_or(start, PRIMAL, (start.w, start.b), (jnp.zeros((pb.d,), dt), jnp.zeros((), dt)))
         if not pb.fit_intercept:
             b = jnp.zeros((), dt)
+        passes = jnp.asarray(0, jnp.int32)
+        if self.warm == "dual_cd":
+            w, passes = self._dual_cd_start(pb, start, w)
         aux = start_or(start, RESUME, start.aux, dict(self.aux_template(pb), f=pb.op.matvec(w) + b))
         f = aux["f"]
         gw, gb, obj, crit = _measure(pb, w, b, f, self.tol)
         return NewtonState(w=w, b=b, f=f, gw=gw, gb=gb, obj=obj, crit=crit, step=jnp.ones((), dt),
-                           cg=jnp.asarray(0, jnp.int32), best=aux["best"], since=aux["since"])
+                           cg=jnp.asarray(0, jnp.int32), warm=passes, best=aux["best"], since=aux["since"])
+
+    def _dual_cd_start(self, pb: Problem, start: Start, w):
+        """(w, passes): dual CD from alpha = 0 for at most ``warm_passes`` passes (stopping early on
+        its pass rule M - m < ``warm_eps`` over all coordinates), w = X^T (alpha y). On a cold start
+        only: a given start (or a resume) keeps its w and runs no pass."""
+        from .dual_cd import DualCD
+
+        dcd = DualCD(eps=self.warm_eps)
+        cold = start.level == 0
+        limit = jnp.where(cold, jnp.asarray(self.warm_passes, jnp.int32), 0)
+        st = dcd.init(pb, start._replace(level=jnp.zeros_like(start.level), aux=dcd.aux_template(pb)))
+
+        def cond(c):
+            k, st = c
+            return (k < limit) & ~st.done
+
+        def body(c):
+            k, st = c
+            return k + 1, dcd.step(pb, st)
+
+        k, st = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), st))
+        return jnp.where(cold, st.w, w), k
 
     def step(self, pb: Problem, st: NewtonState) -> NewtonState:
         dt = pb.dtype
@@ -191,7 +239,10 @@ class Newton(Method):
             t, _, j = c
             return 0.5 * t, phi(0.5 * t), j + 1
 
-        t, val, _ = lax.while_loop(cond, body, (jnp.ones((), dt), phi(jnp.ones((), dt)), 0))
+        t0 = jnp.ones((), dt)
+        if self.line_search == "exact":
+            t0 = _exact_step(pb, st, sw, q)
+        t, val, _ = lax.while_loop(cond, body, (t0, phi(t0), 0))
         ok = (val <= st.obj) & (slope < 0)  # a failed search leaves the iterate as it was
         t = jnp.where(ok, t, 0.0)
         w, b, f = st.w + t * sw, st.b + t * fb * sb, st.f + t * q
@@ -200,14 +251,15 @@ class Newton(Method):
         best_obj, since_obj = stall_update(st.best[0], st.since, obj, self.obj_tol)
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
         best, since = jnp.stack([best_obj, best_gap]), jnp.minimum(since_obj, since_gap)
-        return NewtonState(w=w, b=b, f=f, gw=gw, gb=gb, obj=obj, crit=crit, step=t, cg=st.cg + k, best=best,
-                           since=since)
+        return NewtonState(w=w, b=b, f=f, gw=gw, gb=gb, obj=obj, crit=crit, step=t, cg=st.cg + k, warm=st.warm,
+                           best=best, since=since)
 
     def check(self, pb, st: NewtonState):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED, jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
     def finalize(self, pb, st: NewtonState) -> Iterate:
-        return Iterate(st.w, st.b, None, {"criterion": st.crit, "cg_steps": st.cg, "step": st.step})
+        return Iterate(st.w, st.b, None, {"criterion": st.crit, "cg_steps": st.cg, "step": st.step,
+                                          "warm_passes": st.warm})
 
     def carry(self, pb, st: NewtonState) -> Start:
         return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
@@ -237,6 +289,48 @@ def _restrict_rows(op, keep, kept, D):
     src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
     op = SparseOperator(op.data[src], op.indices[src], rows, jnp.minimum(indptr, kept), op.shape, op.impl)
     return op, D[perm]
+
+
+def _exact_step(pb: Problem, st, sw, q, iters: int = 16):
+    """t in (0, 1] minimising phi(t) = R(w + t s) + sum_i C s_i l(y_i (f_i + t q_i)) (q = X s):
+    phi is convex with phi'(0) < 0, so t = 1 when phi'(1) <= 0; else phi' = 0 is solved in the
+    bracket (0, 1) by Newton steps, falling back to the secant of the bracket's ends when a Newton
+    step leaves it (phi' is piecewise smooth: for the squared hinge piecewise linear, its kinks
+    where a margin crosses 1), and to bisection when that stalls at one end; it returns the point
+    of smallest |phi'| met. Each step is O(n + d):
+    no product with X. The caller still checks Armijo's decrease (halving from this t)."""
+    dt = sw.dtype
+
+    def d12(t):
+        g, h = jax.jvp(lambda u: jnp.vdot(pb.reg.grad(st.w + u * sw), sw), (t,), (jnp.ones((), dt),))
+        m = pb.y * (st.f + t * q)
+        g = g + jnp.sum(pb.cs * pb.y * q * pb.loss.derivative(m))
+        h = h + jnp.sum(pb.cs * q * q * _second(pb.loss, m))
+        return g, h
+
+    def body(i, c):
+        lo, glo, hi, ghi, t, best, gbest = c
+        g, h = d12(t)
+        best, gbest = jnp.where(jnp.abs(g) < gbest, t, best), jnp.minimum(jnp.abs(g), gbest)
+        lo, glo = jnp.where(g < 0, t, lo), jnp.where(g < 0, g, glo)
+        hi, ghi = jnp.where(g > 0, t, hi), jnp.where(g > 0, g, ghi)
+        width = hi - lo
+        tn = t - g / jnp.where(h > 0, h, 1.0)
+        sec = lo - glo * width / jnp.where(ghi > glo, ghi - glo, 1.0)
+        inside = lambda v, gap: jnp.isfinite(v) & (v > lo + gap) & (v < hi - gap)  # noqa: E731
+        # a secant hugging an end of the bracket (false position stalling on one side): bisect
+        tn = jnp.where((h > 0) & inside(tn, 0.0), tn,
+                       jnp.where(inside(sec, 0.01 * width) & (i % 4 != 3), sec, 0.5 * (lo + hi)))
+        return lo, glo, hi, ghi, jnp.where(g == 0, t, tn), best, gbest
+
+    zero, one = jnp.zeros((), dt), jnp.ones((), dt)
+    g0 = jnp.vdot(pb.reg.grad(st.w), sw) + jnp.sum(pb.cs * pb.y * q * pb.loss.derivative(pb.y * st.f))
+    g1, _ = d12(one)
+    # the answer: the point of smallest |phi'| met (a step rejected by round-off near the root
+    # must not lose it to a bisection of a bracket still wide on the other side)
+    *_, t, _ = lax.fori_loop(0, iters, body, (zero, g0, one, g1, one, one, jnp.abs(g1)))
+    t = jnp.where(g1 <= 0, one, t)
+    return jnp.where(jnp.isfinite(t) & (t > 0), t, one)
 
 
 def _second(loss, m):
