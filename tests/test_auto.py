@@ -37,10 +37,34 @@ def test_every_pair_gets_a_method_that_certifies():
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
     assert seen == {"newton", "alm"}
-    # wide data (more features than rows): Jacobi-scaled alm even for a smooth loss
+    # wide data (more features than rows) with a free intercept: Jacobi-scaled alm even for a smooth loss
     pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)
     method, _ = auto.choose(pb)
     assert method.name == "alm" and method.precondition
+
+
+def test_wide_squared_hinge_runs_newton_from_dual_cd_passes():
+    """Wide data, the squared hinge with the bias feature on the CPU: newton warm-started by dual CD
+    passes (LIBLINEAR's -s 1 then -s 2), certified at LIBLINEAR -s 2's optimum (-e 1e-10); the
+    hinge there runs dual CD, and the smoothed hinge (bounded box) too."""
+    from liblinear import liblinearutil as ll
+    from svmopt import _dcd
+
+    if not (_dcd.available() and jax.default_backend() == "cpu"):
+        pytest.skip("the compiled dual CD pass is not built here")
+    X, y = load("a1a")
+    X, y = X[:100], pm(y)[:100]
+    m = ll.train(ll.problem(y, X), ll.parameter("-s 2 -c 1 -B 1 -q -e 1e-10"))
+    w, b = m.get_decfun()
+    sign = 1.0 if m.get_labels()[0] == 1 else -1.0
+    wl, bl = sign * np.asarray(w), sign * b
+    ref = 0.5 * (wl @ wl + bl * bl) + np.sum(np.maximum(1 - y * (X @ wl + bl), 0) ** 2)
+    r = svmopt.solve(X, y, loss=squared_hinge, intercept_scaling=1.0)
+    assert r.method == "newton" and "dual CD" in r.extras["auto"] and int(r.extras["warm_passes"]) > 0
+    assert r.status == Status.CONVERGED and ref * (1 - 1e-5) <= float(r.primal_objective) <= ref * (1 + 1e-3)
+    for loss in (hinge, smoothed_hinge(0.5)):
+        pb, _, _ = prepare(X, y, loss=loss, reg=l2, intercept_scaling=1.0)
+        assert auto.choose(pb)[0].name == "dual_cd"
 
 
 def test_default_solve_is_auto_and_matches_liblinear():
