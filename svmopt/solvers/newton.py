@@ -22,8 +22,10 @@ iteration (Lin, Weng & Keerthi 2008; Galli & Lin 2021 for the line-search form) 
      H v only involves the rows with D_i != 0 (LIBLINEAR's index set): for CSR X on the CPU kernel,
      when they hold at most half of the nonzeros, X is restricted to them once per step (rows
      permuted, indptr ending after them), so a CG step reads only their nonzeros;
-  3. backtracking (Armijo, factor 1/2, sufficient decrease 0.01, at most 30 halvings) along d;
-     the trial objectives need no product with X: f + t X d is formed from X d once.
+  3. the step along d: ``line_search="exact"`` (default) minimises the convex phi(t) = P(w + t d)
+     over (0, 1] by safeguarded Newton / secant steps on phi'(t), each O(n + d); then (and with
+     "armijo" from t = 1) backtracking (Armijo, factor 1/2, sufficient decrease 0.01, at most 30
+     halvings) checks the decrease. f + t X d is formed from X d once: no further product with X.
 
 Cost of an iteration: (CG steps) x (one X v and one X^T u) + X d + X^T u for the new gradient
 (+ X^T (alpha y) for the gap with a free intercept, where alpha is re-projected onto
@@ -91,6 +93,9 @@ class Newton(Method):
                         squared hinge, smoothed hinge), l2 and no free intercept. None (default): from 0.
                         A warm start or a resume given to ``solve`` skips the passes.
     warm_passes, warm_eps   the warm start's pass cap (100) and pass-rule tolerance (LIBLINEAR's -e, 0.1)
+    line_search         "exact" (default: the minimiser of P along the direction in (0, 1], see above)
+                        or "armijo" (halving from t = 1; on news20-bin it took 2^-8 steps, 9 Newton steps
+                        where the exact step took 6)
     """
 
     tol: float = 1e-3
@@ -116,6 +121,8 @@ class Newton(Method):
         pb.reg.grad(jnp.zeros(1))  # raises MissingCapability naming 'grad' (l1, elastic net)
         require(pb.loss.has_dual and pb.reg.has_conjugate,
                 f"newton certifies a duality gap: loss {pb.loss!r} needs a dual and {pb.reg!r} a conjugate")
+        if self.line_search not in ("exact", "armijo"):
+            raise ValueError(f"newton line_search must be 'exact' or 'armijo', got {self.line_search!r}")
         if self.warm not in (None, "dual_cd"):
             raise ValueError(f"newton warm must be None or 'dual_cd', got {self.warm!r}")
         if self.warm == "dual_cd":
