@@ -27,6 +27,15 @@ from . import _csr
 __all__ = ["DenseOperator", "SparseOperator", "as_operator"]
 
 
+def _tdot(u, X):
+    """X^T u for dense X (n, d). On the CPU as a fused multiply and column sum: XLA's vector-matrix
+    dot there took 15.8 ms on 200k x 55 float32 against 4.7 ms (and a max relative error of 8.9e-6
+    against 1.1e-6) for the sum; elsewhere the backend's dot."""
+    if jax.default_backend() == "cpu" and jnp.ndim(u) == 1 and jnp.ndim(X) == 2:
+        return jnp.sum(X * u[:, None], axis=0)
+    return u @ X
+
+
 @jax.tree_util.register_pytree_node_class
 class DenseOperator:
     """Dense X as a jax array; the fused pass walks row blocks of ``block_rows``."""
@@ -58,7 +67,7 @@ class DenseOperator:
         return self.X @ w
 
     def rmatvec(self, u):
-        return u @ self.X
+        return _tdot(u, self.X)
 
     def fused(self, w, f, aux=()):
         n, d = self.X.shape
@@ -66,7 +75,7 @@ class DenseOperator:
         nblocks = -(-n // bs)
         if nblocks == 1:
             g, s = f(self.X @ w, *aux)
-            return g @ self.X, jnp.sum(s)
+            return _tdot(g, self.X), jnp.sum(s)
 
         def body(i, carry):
             acc, tot = carry
@@ -78,7 +87,7 @@ class DenseOperator:
             fresh = (start + jnp.arange(bs)) >= i * bs
             g = jnp.where(fresh, g, 0.0)
             s = jnp.where(fresh, s, 0.0)
-            return acc + g @ Xb, tot + jnp.sum(s)
+            return acc + _tdot(g, Xb), tot + jnp.sum(s)
 
         zero = jnp.zeros((d,), self.X.dtype)
         return lax.fori_loop(0, nblocks, body, (zero, jnp.zeros((), self.X.dtype)))

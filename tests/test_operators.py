@@ -205,3 +205,27 @@ def test_csr_kernel_refuses_indices_out_of_range():
     bad_rows = SparseOperator(op.data, op.indices, op.row_ids, op.indptr.at[-1].add(5), op.shape, "ffi")
     with pytest.raises(Exception, match="malformed matrix"):
         jax.block_until_ready(bad_rows.matvec(jnp.ones(25)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_transposed_products_match_float64(dtype):
+    """Dense X^T u (a column sum on the CPU) and the fused block pass against numpy in float64, on
+    a matrix whose row count is not a multiple of the block: plain, under jit and vmap, and the
+    fused X^T (D (X v)) Newton's CG uses."""
+    from svmopt.operators import DenseOperator
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_011, 37))
+    u, v, D = rng.standard_normal(20_011), rng.standard_normal(37), (rng.random(20_011) < 0.4) * 2.0
+    op = DenseOperator(jnp.asarray(X, dtype), block_rows=4096)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    ref = X.T @ u
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(np.asarray(op.rmatvec(jnp.asarray(u, dtype))), ref, atol=tol * scale)
+    U = rng.standard_normal((3, 20_011))
+    got = jax.jit(jax.vmap(op.rmatvec))(jnp.asarray(U, dtype))
+    np.testing.assert_allclose(np.asarray(got), U @ X, atol=tol * np.abs(U @ X).max())
+    g, s = jax.jit(lambda w: op.fused(w, lambda z, Dh: (Dh * z, Dh * z), (jnp.asarray(D, dtype),)))(jnp.asarray(v, dtype))
+    want = X.T @ (D * (X @ v))
+    np.testing.assert_allclose(np.asarray(g), want, atol=tol * np.abs(want).max())
+    assert float(s) == pytest.approx(np.sum(D * (X @ v)), abs=tol * np.abs(D * (X @ v)).sum())
