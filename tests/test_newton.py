@@ -235,8 +235,8 @@ def test_wide_sparse_active_rows_exact_against_liblinear(dtype):
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "logistic", "lp"])
 def test_exact_line_search_minimises_the_objective_along_the_direction(loss):
-    """The step of ``line_search="exact"`` is the minimiser of P(w + t s) over (0, 1]: against
-    scipy's bounded scalar minimiser on the objective recomputed in numpy (float64, a1a, a direction
+    """The step of ``line_search="exact"`` minimises P(w + t s) over (0, 1] (to its stopping rule):
+    against scipy's bounded scalar minimiser on the objective recomputed in numpy (float64, a1a, a direction
     from one CG solve from w = 0, and a short random one, whose optimum is t = 1)."""
     from scipy.optimize import minimize_scalar
     from svmopt.solve import prepare
@@ -258,7 +258,9 @@ def test_exact_line_search_minimises_the_objective_along_the_direction(loss):
         t = float(_exact_step(pb, st, jnp.asarray(s), jnp.asarray(q)))
         ref = minimize_scalar(phi, bounds=(0.0, 1.0), method="bounded", options=dict(xatol=1e-12))
         assert 0.0 < t <= 1.0
-        assert phi(t) <= min(ref.fun, phi(1.0)) + 1e-9 * abs(ref.fun)
+        best = min(ref.fun, phi(1.0))
+        # it stops once |phi'(t)| <= 1e-3 |phi'(0)|: the decrease it leaves is ~1e-6 of the one available
+        assert phi(t) - best <= 1e-5 * (phi(0.0) - best) + 1e-12 * abs(best)
 
 
 def _wide():

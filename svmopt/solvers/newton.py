@@ -304,14 +304,18 @@ def _restrict_rows(op, keep, kept, D):
     return op, D[perm]
 
 
-def _exact_step(pb: Problem, st, sw, q, iters: int = 16):
-    """t in (0, 1] minimising phi(t) = R(w + t s) + sum_i C s_i l(y_i (f_i + t q_i)) (q = X s):
-    phi is convex with phi'(0) < 0, so t = 1 when phi'(1) <= 0; else phi' = 0 is solved in the
-    bracket (0, 1) by Newton steps, falling back to the secant of the bracket's ends when a Newton
-    step leaves it (phi' is piecewise smooth: for the squared hinge piecewise linear, its kinks
-    where a margin crosses 1), and to bisection when that stalls at one end; it returns the point
-    of smallest |phi'| met. Each step is O(n + d):
-    no product with X. The caller still checks Armijo's decrease (halving from this t)."""
+def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
+    """t in (0, 1] minimising phi(t) = R(w + t s) + sum_i C s_i l(y_i (f_i + t q_i)) (q = X s).
+
+    phi is convex with phi'(0) < 0, so t = 1 when phi'(1) <= 0 (one evaluation: the usual case
+    near the optimum). Else phi' = 0 is solved in the bracket (0, 1) by Newton steps, falling back
+    to the secant of the bracket's ends when a Newton step leaves it (phi' is piecewise smooth: for
+    the squared hinge piecewise linear, with kinks where a margin crosses 1), and to bisection when
+    that stalls at one end; until |phi'(t)| <= rtol |phi'(0)| (the decrease left is then about an
+    rtol^2 fraction) or ``iters`` evaluations. It returns the point of smallest |phi'| met (a step
+    rejected by round-off near the root must not lose it to a bisection of a bracket still wide on
+    the other side). Each evaluation is O(n + d): no product with X. The caller still checks
+    Armijo's decrease (halving from this t)."""
     dt = sw.dtype
 
     def d12(t):
@@ -321,10 +325,17 @@ def _exact_step(pb: Problem, st, sw, q, iters: int = 16):
         h = h + jnp.sum(pb.cs * q * q * _second(pb.loss, m))
         return g, h
 
-    def body(i, c):
-        lo, glo, hi, ghi, t, best, gbest = c
-        g, h = d12(t)
-        best, gbest = jnp.where(jnp.abs(g) < gbest, t, best), jnp.minimum(jnp.abs(g), gbest)
+    zero, one = jnp.zeros((), dt), jnp.ones((), dt)
+    g0 = jnp.vdot(pb.reg.grad(st.w), sw) + jnp.sum(pb.cs * pb.y * q * pb.loss.derivative(pb.y * st.f))
+    g1, h1 = d12(one)
+    stop = rtol * jnp.abs(g0)
+
+    def cond(c):
+        i, _, _, _, _, _, g, _, _, _ = c
+        return (i < iters) & (g > stop) | (i > 0) & (i < iters) & (jnp.abs(g) > stop)
+
+    def body(c):
+        i, lo, glo, hi, ghi, t, g, h, best, gbest = c
         lo, glo = jnp.where(g < 0, t, lo), jnp.where(g < 0, g, glo)
         hi, ghi = jnp.where(g > 0, t, hi), jnp.where(g > 0, g, ghi)
         width = hi - lo
@@ -334,15 +345,12 @@ def _exact_step(pb: Problem, st, sw, q, iters: int = 16):
         # a secant hugging an end of the bracket (false position stalling on one side): bisect
         tn = jnp.where((h > 0) & inside(tn, 0.0), tn,
                        jnp.where(inside(sec, 0.01 * width) & (i % 4 != 3), sec, 0.5 * (lo + hi)))
-        return lo, glo, hi, ghi, jnp.where(g == 0, t, tn), best, gbest
+        gn, hn = d12(tn)
+        better = jnp.abs(gn) < gbest
+        return (i + 1, lo, glo, hi, ghi, tn, gn, hn, jnp.where(better, tn, best), jnp.where(better, jnp.abs(gn), gbest))
 
-    zero, one = jnp.zeros((), dt), jnp.ones((), dt)
-    g0 = jnp.vdot(pb.reg.grad(st.w), sw) + jnp.sum(pb.cs * pb.y * q * pb.loss.derivative(pb.y * st.f))
-    g1, _ = d12(one)
-    # the answer: the point of smallest |phi'| met (a step rejected by round-off near the root
-    # must not lose it to a bisection of a bracket still wide on the other side)
-    *_, t, _ = lax.fori_loop(0, iters, body, (zero, g0, one, g1, one, one, jnp.abs(g1)))
-    t = jnp.where(g1 <= 0, one, t)
+    c = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), zero, g0, one, g1, one, g1, h1, one, jnp.abs(g1)))
+    t = jnp.where(g1 <= 0, one, c[8])
     return jnp.where(jnp.isfinite(t) & (t > 0), t, one)
 
 
