@@ -35,6 +35,14 @@ def _write_data(path, n=20000, d=60, seed=0):
             f.write(f"{yi:+d} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(row)) + "\n")
 
 
+def _default_sigint():
+    """In the child, before exec: SIGINT back to its default. A test run started as a background job
+    (``cmd &`` in a script, nohup) inherits SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler in its children: the interrupt tests would wait on a solve that never
+    sees the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(proc, word, limit=300):
     """Read the child's merged output until a line containing ``word``; returns the lines read."""
     lines, t0 = [], time.monotonic()
@@ -54,7 +62,8 @@ def test_svmopt_train_exits_130_promptly(tmp_path):
     cmd = [sys.executable, "-c", "import sys; from svmopt.cli import train_main; sys.exit(train_main(sys.argv[1:]))",
            "--method", "nesvm", "--loss", "hinge", "-e", "1e-12", "--max-iter", "5000000", "--progress", "1",
            str(data), str(model)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path,
+                            preexec_fn=_default_sigint)
     try:
         _wait_for(proc, "iter")  # the loop runs: compilation is over
         t0 = time.monotonic()
@@ -107,7 +116,8 @@ print("RESULT " + json.dumps(out))
 
 
 def test_library_keyboard_interrupt_and_usable_after():
-    p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=_env(), timeout=600)
+    p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=_env(), timeout=600,
+                       preexec_fn=_default_sigint)
     lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
     assert p.returncode == 0 and lines, (p.stdout[-2000:], p.stderr[-3000:])
     out = json.loads(lines[-1][len("RESULT "):])
