@@ -38,6 +38,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from . import _programs
 from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual
 from .result import Status
 from .solvers._base import COLD, Start
@@ -233,7 +234,16 @@ def core(method, pb: Problem, start: Start, max_iter) -> Summary:
 
 
 def cold_start(method, pb: Problem) -> Start:
-    """The zero start (same structure as every warm start: one compiled program for both)."""
+    """The zero start (same structure as every warm start: one compiled program for both).
+    Outside a trace it is made by one compiled program (cached like the loop's): built op by
+    op, its zeros and the method's template cost a compile each in a new process."""
+    if not any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves((method, pb))):
+        exe, _ = _compile("cold", _cold_fn, (method, pb))
+        return exe(method, pb)
+    return _cold_fn(method, pb)
+
+
+def _cold_fn(method, pb: Problem) -> Start:
     dt = pb.dtype
     return Start(jnp.zeros((pb.d,), dt), jnp.zeros((), dt), jnp.zeros((pb.n,), dt),
                  jnp.asarray(COLD, jnp.int32), method.aux_template(pb))
@@ -280,8 +290,11 @@ def _signature(args):
 
 
 def _compile(name, fn, args, donate=()):
-    """AOT-compile ``fn`` once per (name, pytree structure incl. static fields, shapes, dtypes)."""
-    key = (name, _signature(args))
+    """AOT-compile ``fn`` once per (name, pytree structure incl. static fields, shapes, dtypes).
+    A program another process already compiled is loaded from disk instead, untraced
+    (``svmopt._programs``: only where every static part can be written out)."""
+    tree, sig = _signature(args)
+    key = (name, tree, sig)
     hit = _compiled.get(key)
     if hit is not None:
         _compiled.move_to_end(key)
@@ -289,7 +302,13 @@ def _compile(name, fn, args, donate=()):
     if len(_compiled) >= MAX_PROGRAMS:
         _release()
     t0 = time.perf_counter()
-    exe = jax.jit(fn, donate_argnums=donate).lower(*args).compile()
+    disk = _programs.program_key(name, fn, tree, sig, donate) if _programs.usable(args) else None
+    exe = _programs.load(disk, jax.tree_util.tree_structure((tuple(args), {})))
+    if exe is None:
+        events = _programs.compile_events()
+        exe = jax.jit(fn, donate_argnums=donate).lower(*args).compile()
+        if _programs.fresh(events, _programs.compile_events()):  # compiled here, not loaded by JAX
+            _programs.store(disk, exe)
     dt = time.perf_counter() - t0
     _compiled[key] = exe
     _counts["compiles"] += 1
@@ -420,11 +439,14 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     """Run ``method`` on ``pb`` eagerly, in chunks; returns (Summary, history or None, timings)."""
     _ensure_logging(verbose)
     prog = Progress(verbose, history, record_every, label)
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    i32 = lambda v: jax.device_put(np.int32(v))  # noqa: E731  (a transfer; jnp.asarray compiles a conversion)
     tc = 0.0
     init, dt = _compile("init", _init_fn, (method, pb, start))
     tc += dt
-    state_shape = _with_shardings(jax.eval_shape(_init_fn, method, pb, start), init)
+    try:  # the program's own output types (tracing init again for them costs a new process ~0.1 s)
+        state_shape = init.out_info
+    except AttributeError:  # an older JAX
+        state_shape = _with_shardings(jax.eval_shape(_init_fn, method, pb, start), init)
     k, code = i32(0), i32(RUNNING)
     chunk_args = (method, pb, state_shape, k, code, i32(1))
     if history:
@@ -433,7 +455,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         summ, dt = _compile("summary", _summary_fn, chunk_args[:5])
         tc += dt
     else:
-        report = jnp.asarray(bool(verbose))
+        report = jax.device_put(np.asarray(bool(verbose)))  # (a transfer: jnp.asarray would compile a conversion)
         chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args + (i32(max_iter), report),
                              donate=(2,))
         tc += dt

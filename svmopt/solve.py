@@ -10,6 +10,7 @@ optimality conditions (``svmopt.implicit``), never from unrolling the loop.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -248,11 +249,19 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
     return pb, classes, C_arr
 
 
+def _to_device(x, dt):
+    """``jnp.asarray(x, dt)``; host data is converted on the host and transferred (converting on
+    the device compiles a program per shape: a new process pays that at its first solve)."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return jnp.asarray(x, dt)
+    return jax.device_put(np.asarray(x, dtype=dt))
+
+
 def build_problem(op, y_pm, s, C, loss, reg, fit_intercept, dt):
     if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
         kappa = op.row_inf_norms()
         loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
-    return Problem(op=op, y=jnp.asarray(y_pm, dt), s=jnp.asarray(s, dt), C=jnp.asarray(C, dt),
+    return Problem(op=op, y=_to_device(y_pm, dt), s=_to_device(s, dt), C=_to_device(C, dt),
                    loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
 
 
@@ -448,14 +457,34 @@ def attach_support_vectors(res, X, pb, n):
     res.extras["support"] = sv
 
 
+def _split(w, scale):
+    """w and b of the user's problem from the solver's: the bias feature's weight, times its scale, is b."""
+    return w[..., :-1], w[..., -1] * scale
+
+
+def _first_rows(alpha, n):
+    """alpha without the padding rows. Sliced on the host where it lives on one device: an eager
+    slice compiles a program per n (a new process pays it at its first solve)."""
+    if alpha.shape[-1] == n:
+        return alpha
+    sharding = getattr(alpha, "sharding", None)
+    if is_traced(alpha) or sharding is None or len(sharding.device_set) != 1:
+        return alpha[..., :n]
+    return jax.device_put(np.asarray(alpha)[..., :n], sharding)
+
+
 def to_result(out, hist, timings, method, pb, classes, C, intercept_scaling, n) -> Result:
+    extras = dict(out.extras)
     w, b = out.w, out.b
     if intercept_scaling is not None:
-        b = w[..., -1] * intercept_scaling
-        w = w[..., :-1]
-    extras = dict(out.extras)
+        if is_traced((w, intercept_scaling)):
+            w, b = _split(w, intercept_scaling)
+        else:  # one compiled call (cached like the loop's), not an eagerly compiled op per slice
+            scale = np.asarray(intercept_scaling, pb.dtype)
+            exe, _ = driver._compile("split", _split, (w, scale))
+            w, b = exe(w, scale)
     if "alpha" in extras and n is not None:
-        extras["alpha"] = extras["alpha"][..., :n]
+        extras["alpha"] = _first_rows(extras["alpha"], n)
     status = out.status
     iterations = out.iterations
     if np.ndim(status) == 0 and not is_traced(status):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
-from svmopt import driver
+from svmopt import _programs, driver
 from svmopt.losses import hinge, squared_hinge
 from svmopt.result import Status
 from svmopt.solve import prepare
@@ -56,7 +56,9 @@ def test_auto_variant_is_serial_on_cpu_block_elsewhere_and_serial_warns_there(mo
     # from an earlier test (test_dual_cd's L1 case: the block solve then failed on its state's
     # structure, or ran the serial program, depending on which caches an earlier release had
     # cleared), and must not keep the block one for a later test.
+    # The same holds for programs kept on disk: none is read or written under the fake platform.
     monkeypatch.setattr(driver, "_compiled", type(driver._compiled)())
+    monkeypatch.setattr(_programs, "folder", lambda: None)
     jax.clear_caches()
     r = svmopt.solve(X, y, loss=hinge, method=dual_cd(tol=1e-4), fit_intercept=False, dtype=jnp.float64)
     monkeypatch.undo()

@@ -139,12 +139,14 @@ class Method:
             if isinstance(x, jax.core.Tracer):
                 return x
             a = np.asarray(x)
+            # converted on the host, then transferred: jnp.asarray(a, dtype) compiles a conversion
+            # per dtype and shape, a noticeable part of a new process's first solve
             if a.dtype == bool:
-                return jnp.asarray(a, bool)
+                return jax.device_put(a)
             if np.issubdtype(a.dtype, np.integer):
-                return jnp.asarray(a, jnp.int32) if a.ndim == 0 else jnp.asarray(a)
+                return jax.device_put(a.astype(np.int32) if a.ndim == 0 else a)
             if np.issubdtype(a.dtype, np.floating):
-                return jnp.asarray(a, dtype)
+                return jax.device_put(a.astype(dtype))
             return x
         dyn = self.dynamic_fields()
         return dataclasses.replace(self, **{k: jax.tree_util.tree_map(conv, getattr(self, k)) for k in dyn}) \

@@ -104,8 +104,8 @@ class ALM(Method):
     def validate(self, pb: Problem) -> None:
         require(pb.reg.has_conjugate or self.criterion == "grad",
                 f"alm's gap criterion needs the regularizer's conjugate; {pb.reg!r} has none")
-        pb.loss.prox(jnp.zeros(1), 1.0)  # raises MissingCapability naming 'prox'
-        pb.reg.prox(jnp.zeros(1), 1.0)
+        jax.eval_shape(lambda v: pb.loss.prox(v, 1.0), jax.ShapeDtypeStruct((1,), pb.dtype))  # raises MissingCapability naming 'prox'
+        jax.eval_shape(lambda v: pb.reg.prox(v, 1.0), jax.ShapeDtypeStruct((1,), pb.dtype))
         require(pb.kernel is None, "alm is a linear solver; for a kernel use method=alfpgm or nesvm")
         if self.variant not in ("inexact", "exact"):
             raise ValueError(f"alm variant must be 'inexact' or 'exact', got {self.variant!r}")

@@ -223,7 +223,7 @@ class DualCD(Method):
             return dataclasses.replace(m, seed=jax.random.key_data(seed))
         if isinstance(seed, jax.Array) and seed.dtype == jnp.uint32 and seed.shape == (2,):
             return m
-        return dataclasses.replace(m, seed=jax.random.key_data(jax.random.key(int(np.asarray(seed)))))
+        return dataclasses.replace(m, seed=_key_words(int(np.asarray(seed))))
 
     def default_max_iter(self, pb) -> int:
         return 1000  # the pass cap of LIBLINEAR 1.x
@@ -811,3 +811,14 @@ def _wrap(data):
 
 dual_cd = DualCD()
 """Dual coordinate descent (Hsieh et al. 2008, LIBLINEAR's -s 1 / -s 3) with its defaults."""
+
+
+def _key_words(seed: int):
+    """``key_data(key(seed))``. For JAX's default threefry keys and a seed in [0, 2**32) these
+    are the words (0, seed), made on the host (the generic path compiles JAX's seeding
+    program: a noticeable part of a new process's first solve)."""
+    impl = str(getattr(jax.config, "jax_default_prng_impl", "threefry2x32"))
+    if impl == "threefry2x32" and 0 <= seed < 2 ** 32:
+        return jax.device_put(np.array([0, seed], np.uint32))
+    return jax.random.key_data(jax.random.key(seed))
+

@@ -118,7 +118,7 @@ class Newton(Method):
         require(pb.loss.is_differentiable,
                 f"newton needs a twice-differentiable loss; {pb.loss!r} has a kink (use method=alm, or the "
                 "loss's smoothed form)")
-        pb.reg.grad(jnp.zeros(1))  # raises MissingCapability naming 'grad' (l1, elastic net)
+        jax.eval_shape(pb.reg.grad, jax.ShapeDtypeStruct((1,), pb.dtype))  # raises MissingCapability naming 'grad' (l1, elastic net)
         require(pb.loss.has_dual and pb.reg.has_conjugate,
                 f"newton certifies a duality gap: loss {pb.loss!r} needs a dual and {pb.reg!r} a conjugate")
         if self.line_search not in ("exact", "armijo"):
