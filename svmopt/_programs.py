@@ -198,7 +198,9 @@ def load(key, in_tree):
     try:
         from jax.experimental import serialize_executable as se
         out_tree, payload = pickle.loads(blob)
-        exe = se.deserialize_and_load(payload, in_tree, out_tree)
+        # on the default device alone (``usable``): by default the executable would be loaded for
+        # every device of the backend, and a one-device program then fails to run
+        exe = se.deserialize_and_load(payload, in_tree, out_tree, execution_devices=jax.devices()[:1])
     except Exception:  # noqa: BLE001  (truncated, written by another jaxlib: compile again)
         try:
             path.unlink()

@@ -237,10 +237,25 @@ def cold_start(method, pb: Problem) -> Start:
     """The zero start (same structure as every warm start: one compiled program for both).
     Outside a trace it is made by one compiled program (cached like the loop's): built op by
     op, its zeros and the method's template cost a compile each in a new process."""
-    if not any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves((method, pb))):
+    if on_one_device((method, pb)):  # (rows over devices: the ops place the zeros as before)
         exe, _ = _compile("cold", _cold_fn, (method, pb))
         return exe(method, pb)
     return _cold_fn(method, pb)
+
+
+def on_one_device(tree) -> bool:
+    """No tracer, and every array on one device (the default one)."""
+    home = None
+    for a in jax.tree_util.tree_leaves(tree):
+        if isinstance(a, jax.core.Tracer):
+            return False
+        sharding = getattr(a, "sharding", None)
+        if sharding is not None:
+            devs = sharding.device_set
+            if len(devs) != 1 or (home is not None and devs != home):
+                return False
+            home = devs
+    return True
 
 
 def _cold_fn(method, pb: Problem) -> Start:

@@ -477,7 +477,7 @@ def to_result(out, hist, timings, method, pb, classes, C, intercept_scaling, n) 
     extras = dict(out.extras)
     w, b = out.w, out.b
     if intercept_scaling is not None:
-        if is_traced((w, intercept_scaling)):
+        if is_traced(intercept_scaling) or not driver.on_one_device(w):
             w, b = _split(w, intercept_scaling)
         else:  # one compiled call (cached like the loop's), not an eagerly compiled op per slice
             scale = np.asarray(intercept_scaling, pb.dtype)
