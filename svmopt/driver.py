@@ -289,7 +289,8 @@ def _release():
 
 
 def compile_count() -> int:
-    """How many programs svmopt has compiled in this process (tests count recompiles with it)."""
+    """How many programs svmopt has compiled in this process, counting those loaded ready-made from
+    its program store (``svmopt._programs``): tests count recompiles with it."""
     return _counts["compiles"]
 
 
