@@ -160,10 +160,17 @@ def folder() -> Path | None:
     return Path(d) / "svmopt-programs"
 
 
+BACKENDS = ("cpu",)
+"""Backends whose stored programs are used. Only the CPU's are tested (CI has no accelerator):
+JAX 0.10's CPU executables already showed one way a serialized program can load and then fail
+to run (``store``), so the accelerators keep JAX's own cache until their round trip is tested."""
+
+
 def usable(args) -> bool:
-    """Programs on these arguments may be stored: a cache folder, one process, and every array on
-    the default device (a program over several devices, or several processes, compiles as before)."""
-    if folder() is None or jax.process_count() != 1:
+    """Programs on these arguments may be stored: a cache folder, a backend in ``BACKENDS``, one
+    process, and every array on the default device (a program over several devices, or several
+    processes, compiles as before)."""
+    if folder() is None or jax.process_count() != 1 or jax.default_backend() not in BACKENDS:
         return False
     home = jax.devices()[0]
     for x in jax.tree_util.tree_leaves(args):
