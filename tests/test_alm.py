@@ -216,3 +216,37 @@ def test_labels_map_back():
     np.testing.assert_array_equal(r_str.predict(X), np.where(r_num.predict(X) > 0, "sick", "healthy"))
     np.testing.assert_array_equal(r_24.predict(X), np.where(r_num.predict(X) > 0, 4, 2))
     assert r_str.score(X, names) == r_num.score(X, y) > 0.8
+
+
+def test_adapt_mu_removes_preconditioned_tail():
+    """precondition=True alone crawls to 1e-5 on a9a squared hinge with a free intercept (past 5000
+    iterations; plain alm 1344); adapt_mu shrinks mu when it stalls and certifies in ~620."""
+    X, y = load("a9a")
+    ref, _, _ = lbfgs(X, y, 2, fit_intercept=True)
+    r = svmopt.solve(X, y, loss=squared_hinge, method=alm(precondition=True, adapt_mu=True), C=1.0, tol=1e-5,
+                     dtype=jnp.float64, max_iter=1500)
+    assert r.status == Status.CONVERGED and r.iterations <= 1500
+    P = objective(X, y, np.asarray(r.w), float(r.b), 1.0, 2)
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
+    D = dual_certificate(X, y, np.asarray(r.extras["alpha"]), 1.0, 2)
+    assert D <= P and (P - D) <= 1.1e-5 * P
+    assert abs(P - ref) <= 1e-5 * ref
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mu0 = float(svmopt.solve(X, y, loss=squared_hinge, method=alm, dtype=jnp.float64, max_iter=1).extras["mu"])
+    assert float(r.extras["mu"]) < 0.1 * mu0  # it did adapt: mu shrank
+
+
+def test_adapt_mu_is_a_runtime_number_and_off_by_default():
+    """adapt_mu is static, its numbers are runtime: they run without a new structure; the default
+    alm keeps a fixed mu."""
+    assert alm.adapt_mu is False and alm.precondition is False
+    X, y = load("heart_scale")
+    a = svmopt.solve(X, y, loss=squared_hinge, method=alm(precondition=True, adapt_mu=True, mu_every=20),
+                     tol=1e-6, dtype=jnp.float64)
+    b = svmopt.solve(X, y, loss=squared_hinge, method=alm(precondition=True, adapt_mu=True, mu_every=30),
+                     tol=1e-6, dtype=jnp.float64)
+    assert a.status == b.status == Status.CONVERGED
+    assert "adapt_mu" in alm.static_fields() and "mu_every" in alm.dynamic_fields()
+    with pytest.raises(ValueError):
+        svmopt.solve(X, y, method=alm(adapt_mu=True, mu_factor=0.5))

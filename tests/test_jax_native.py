@@ -212,7 +212,7 @@ def test_runtime_numbers_do_not_recompile(heart):
     n0 = driver.compile_count()
     r = svmopt.solve(X, y, tol=1e-5, max_iter=777, C=2.5, dtype=F64)
     r2 = svmopt.solve(X, y, tol=1e-4, dtype=F64, init=r)
-    r3 = svmopt.solve(X, y, tol=1e-4, dtype=F64, init=(r.w, r.b), method=alm(precondition=True, mu0=2.0, rho=1.01))  # auto's pick for the hinge
+    r3 = svmopt.solve(X, y, tol=1e-4, dtype=F64, init=(r.w, r.b), method=alm(precondition=True, adapt_mu=True, mu0=2.0, rho=1.01))  # auto's pick for the hinge
     assert driver.compile_count() == n0 and r.timings["compile"] == 0.0 and r3.timings["compile"] == 0.0
     svmopt.solve(X, y, method=dual_cd(seed=1), intercept_scaling=1.0, dtype=F64)
     n1 = driver.compile_count()

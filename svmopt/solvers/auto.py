@@ -24,7 +24,8 @@ The decision table (first match wins; every row certifies the relative duality g
   hinge), l2, no free intercept (the bias                                    compiled call per pass;
   feature or none), on the CPU with the                                      shrinking fixes most of
   compiled pass (svmopt._dcd.available())                                    alpha at a bound early
-  any other loss with an l2-type regularizer      alm(precondition=True)     Jacobi-scaled ALM steps
+  any other loss with an l2-type regularizer      alm(precondition=True,     Jacobi-scaled ALM steps,
+                                                      adapt_mu=True)         penalty adapted on a stall
   (the hinge with a free intercept or off the
   CPU; any loss on wide data)
   l1, elastic net, smoothed l1, custom           alm (proximal step)        the one prox method
@@ -83,8 +84,9 @@ class Auto(Method):
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))
         if pb.reg.quadratic is not None:
-            out.append((alm(precondition=True, **tol), "loss with a kink and an l2-type regularizer: ALM with "
-                                                       "Jacobi-preconditioned steps"))
+            out.append((alm(precondition=True, adapt_mu=True, **tol),
+                        "loss with a kink and an l2-type regularizer: ALM with Jacobi-preconditioned steps and "
+                        "a penalty that adapts when the gap stalls"))
         else:
             out.append((alm(**tol), "non-quadratic regularizer: ALM with proximal steps"))
         return out + [(alm(criterion="grad", **tol), "no duality gap for this loss / regularizer: ALM stopped "
