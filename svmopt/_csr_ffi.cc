@@ -7,14 +7,23 @@
 // all with K as the minor (fastest) dimension, so a row of K values is contiguous: the
 // Python side asks XLA for that layout. K = 1 is the plain X w / X^T u. row_ids is not
 // read here (the pure-XLA path uses it); it is an operand so both lowerings share one
-// primitive. Single-threaded, like scipy's CSR routines, which these follow.
+// primitive. Large products are split over XLA's intra-op thread pool (the CPU client's
+// pool, one thread per core by default): rows in nnz-balanced ranges, X^T u with one partial
+// result per range summed at the end (see Parallel below). Small ones run on the calling
+// thread, like scipy's CSR routines, which these follow.
 //
 // The module also exposes `registrations()` -> {target name: PyCapsule} for
 // jax.ffi.register_ffi_target; svmopt/_csr.py loads it and falls back to XLA without it.
 
 #include "_ffi_module.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -43,6 +52,80 @@ struct Csr {
     return j < uint64_t(d);
   }
 };
+
+// Splitting a product over XLA's intra-op pool. The calling thread claims ranges too, and
+// waits only for ranges another thread has claimed and is running: a pool that never gets to
+// our tasks (busy with other work, or absent) leaves the whole product to the caller, so the
+// split cannot deadlock. A late task finds nothing left to claim and returns without touching
+// the caller's (by then gone) data: it holds only the shared counters.
+constexpr int64_t kNnzPerThread = 1 << 15;  // below this many entries per range, waking a thread costs more
+constexpr int64_t kMaxRanges = 64;
+
+struct Split {
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> left{0};
+  int64_t ranges = 0;
+  const void* body = nullptr;
+  void (*call)(const void*, int64_t) = nullptr;
+  std::mutex m;
+  std::condition_variable cv;
+
+  void work() {
+    for (;;) {
+      const int64_t r = next.fetch_add(1);
+      if (r >= ranges) return;
+      call(body, r);
+      if (left.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lock(m);
+        cv.notify_all();
+      }
+    }
+  }
+};
+
+// How many ranges a product over nnz entries gets on this pool (1: run it inline).
+int64_t ranges_for(ffi::ThreadPool& pool, int64_t nnz) {
+  const int64_t threads = std::max<int64_t>(pool.num_threads(), 1);
+  return std::max<int64_t>(1, std::min({threads, kMaxRanges, nnz / kNnzPerThread}));
+}
+
+// body(r) for r in [0, ranges), spread over the pool and the calling thread.
+template <typename F>
+void for_ranges(ffi::ThreadPool& pool, int64_t ranges, const F& body) {
+  if (ranges <= 1) {
+    for (int64_t r = 0; r < ranges; ++r) body(r);
+    return;
+  }
+  auto split = std::make_shared<Split>();
+  split->ranges = ranges;
+  split->left = ranges;
+  split->body = &body;
+  split->call = [](const void* f, int64_t r) { (*static_cast<const F*>(f))(r); };
+  for (int64_t t = 1; t < ranges; ++t) pool.Schedule([split] { split->work(); });
+  split->work();
+  std::unique_lock<std::mutex> lock(split->m);
+  split->cv.wait(lock, [&] { return split->left.load() == 0; });
+}
+
+// Row boundaries of `ranges` ranges holding about nnz / ranges entries each (monotone even
+// for a malformed indptr: its rows are skipped and reported by the kernels).
+template <typename T>
+std::vector<int64_t> row_bounds(const Csr<T>& A, int64_t ranges) {
+  std::vector<int64_t> b(ranges + 1, 0);
+  b[ranges] = A.n;
+  for (int64_t r = 1; r < ranges; ++r) {
+    const int64_t target = A.nnz * r / ranges;
+    const int64_t row = std::upper_bound(A.ptr, A.ptr + A.n + 1, int32_t(target)) - A.ptr - 1;
+    b[r] = std::min(std::max(row, b[r - 1]), A.n);
+  }
+  return b;
+}
+
+// The rows [r0, r1) of A as a matrix of their own (indptr still indexes A's entries).
+template <typename T>
+Csr<T> rows_of(const Csr<T>& A, int64_t r0, int64_t r1) {
+  return Csr<T>{A.data, A.idx, A.ptr + r0, r1 - r0, A.d, A.nnz};
+}
 
 // y[i, :] = sum_p data[p] x[idx[p], :], x stored (d, K), y (n, K); K known at compile time
 // (KK = 0: K at run time, scipy's csr_matvecs).
@@ -159,7 +242,7 @@ const char kMalformed[] =
 
 template <ffi::DataType DT>
 ffi::Error Matvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
-                  ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> x, ffi::ResultBuffer<DT> y) {
+                  ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> x, ffi::ResultBuffer<DT> y, ffi::ThreadPool pool) {
   using T = ffi::NativeType<DT>;
   const int64_t n = indptr.element_count() - 1, nnz = data.element_count();
   const auto xd = x.dimensions();
@@ -167,13 +250,20 @@ ffi::Error Matvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buff
   if (auto e = check(xd, y->dimensions(), d, n, nnz, indices.element_count(), row_ids.element_count()); e.failure())
     return e;
   const Csr<T> A{data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, nnz};
-  if (!matvec<T>(A, xd[0], x.typed_data(), y->typed_data())) return ffi::Error::InvalidArgument(kMalformed);
+  const int64_t K = xd[0], ranges = ranges_for(pool, nnz * K);
+  const std::vector<int64_t> b = row_bounds(A, ranges);
+  std::atomic<bool> ok{true};
+  // each range writes its own rows of y
+  for_ranges(pool, ranges, [&](int64_t r) {
+    if (!matvec<T>(rows_of(A, b[r], b[r + 1]), K, x.typed_data(), y->typed_data() + b[r] * K)) ok = false;
+  });
+  if (!ok) return ffi::Error::InvalidArgument(kMalformed);
   return ffi::Error::Success();
 }
 
 template <ffi::DataType DT>
 ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
-                   ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> u, ffi::ResultBuffer<DT> z) {
+                   ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> u, ffi::ResultBuffer<DT> z, ffi::ThreadPool pool) {
   using T = ffi::NativeType<DT>;
   const int64_t n = indptr.element_count() - 1, nnz = data.element_count();
   const auto zd = z->dimensions();
@@ -181,9 +271,25 @@ ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buf
   if (auto e = check(u.dimensions(), zd, n, d, nnz, indices.element_count(), row_ids.element_count()); e.failure())
     return e;
   T* out = z->typed_data();
-  for (int64_t j = 0; j < d * zd[0]; ++j) out[j] = 0;
+  const int64_t K = zd[0], m = d * K;
   const Csr<T> A{data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, nnz};
-  if (!rmatvec<T>(A, zd[0], u.typed_data(), out)) return ffi::Error::InvalidArgument(kMalformed);
+  // one partial z per range past the first, summed into z at the end: split only when the
+  // partials (zeroing and summing them) cost well under the product
+  int64_t ranges = ranges_for(pool, nnz * K);
+  while (ranges > 1 && (ranges - 1) * m * 4 > nnz * K) --ranges;
+  std::unique_ptr<T[]> part(ranges > 1 ? new T[(ranges - 1) * m]() : nullptr);
+  for (int64_t j = 0; j < m; ++j) out[j] = 0;
+  const std::vector<int64_t> b = row_bounds(A, ranges);
+  std::atomic<bool> ok{true};
+  for_ranges(pool, ranges, [&](int64_t r) {
+    T* dst = r == 0 ? out : part.get() + (r - 1) * m;
+    if (!rmatvec<T>(rows_of(A, b[r], b[r + 1]), K, u.typed_data() + b[r] * K, dst)) ok = false;
+  });
+  for (int64_t r = 1; r < ranges; ++r) {
+    const T* src = part.get() + (r - 1) * m;
+    for (int64_t j = 0; j < m; ++j) out[j] += src[j];
+  }
+  if (!ok) return ffi::Error::InvalidArgument(kMalformed);
   return ffi::Error::Success();
 }
 
@@ -197,7 +303,8 @@ ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buf
       .Arg<ffi::Buffer<ffi::S32>>()   \
       .Arg<ffi::Buffer<ffi::S32>>()   \
       .Arg<ffi::Buffer<DT>>()         \
-      .Ret<ffi::Buffer<DT>>()
+      .Ret<ffi::Buffer<DT>>()         \
+      .Ctx<ffi::ThreadPool>()
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f32, Matvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f64, Matvec<ffi::F64>, SVMOPT_CSR_BINDING(ffi::F64));

@@ -194,6 +194,47 @@ def test_csr_impl_choice_reaches_the_compiled_program():
         SparseOperator.from_scipy(X, jnp.float64, impl="cuda")
 
 
+def _large():
+    """6000 x 700, about 150k entries (enough for the kernel to split a product over XLA's thread pool:
+    32k entries per range), with empty rows, a full row, and a dense band of rows that fills a range alone."""
+    A = sp.random(6000, 700, density=0.03, format="lil", random_state=5)
+    A[100:110, :] = 0
+    A[2000, :] = np.linspace(-1.0, 1.0, 700)
+    A[5000:5060, :] = sp.random(60, 700, density=0.9, random_state=6).toarray()
+    return sp.csr_matrix(A)
+
+
+@pytest.mark.skipif(not _csr.ffi_available(), reason="compiled CSR kernel not built")
+def test_csr_kernel_split_over_threads_matches_scipy():
+    """Products large enough to be split by rows over the CPU thread pool (X^T u with one partial sum
+    per range): every K path (1, compile-time 3, run-time 40) against scipy in float64, and float32
+    within its round-off; the same call twice gives the same bits (the split is fixed, not racy)."""
+    A = _large()
+    assert A.nnz > 4 * 32768
+    n, d = A.shape
+    rng = np.random.default_rng(7)
+    vecs = dict(w=rng.normal(size=d), u=rng.normal(size=n), W=rng.normal(size=(d, 3)), U=rng.normal(size=(n, 3)),
+                W40=rng.normal(size=(d, 40)), U40=rng.normal(size=(n, 40)))
+    want = dict(w=A @ vecs["w"], u=A.T @ vecs["u"], W=A @ vecs["W"], U=A.T @ vecs["U"], W40=A @ vecs["W40"],
+                U40=A.T @ vecs["U40"])
+    prods = jax.jit(lambda op, v: {k: (op.matvec(x) if k[0] == "w" or k[0] == "W" else op.rmatvec(x))
+                                   for k, x in v.items()})
+    for dt, tol in ((np.float64, 1e-12), (np.float32, 2e-5)):
+        op = SparseOperator.from_scipy(A, dt, impl="ffi")
+        v = {k: jnp.asarray(x, dt) for k, x in vecs.items()}
+        got, again = prods(op, v), prods(op, v)
+        for k in want:
+            scale = np.abs(want[k]).max()
+            np.testing.assert_allclose(got[k], want[k], rtol=tol, atol=tol * scale, err_msg=f"{dt.__name__} {k}")
+            np.testing.assert_array_equal(got[k], again[k])
+    # a bad column index in the last rows (another range than the first) is still caught
+    op = SparseOperator.from_scipy(A, jnp.float64, impl="ffi")
+    bad = SparseOperator(op.data, op.indices.at[A.nnz - 3].set(d + 4), op.row_ids, op.indptr, op.shape, "ffi")
+    for product, x in ((bad.matvec, jnp.ones(d)), (bad.rmatvec, jnp.ones(n))):
+        with pytest.raises(Exception, match="malformed matrix"):
+            jax.block_until_ready(product(x))
+
+
 @pytest.mark.skipif(not _csr.ffi_available(), reason="compiled CSR kernel not built")
 def test_csr_kernel_refuses_indices_out_of_range():
     """The compiled kernel checks what it indexes: a hand-built operator with a column index
