@@ -10,6 +10,10 @@ svmopt as a user gets it):
   * svmopt: ``solve(X, y, loss=..., intercept_scaling=1.0, tol=t)`` for t = 1e-2 and the default
     (1e-3): a run certifies a relative gap <= t, hence a relative objective error <= t. The first
     call's compile time is reported apart; the times are the median of --repeats further calls;
+  * svmopt's path: the default solve stopped after k iterations (``max_iter=k``: uncertified, as
+    LIBLINEAR's -e runs are), for the first k whose iterate is within the threshold (doubling, then
+    bisection over k: a k within it whose predecessor is not), timed like the rest. The figure of merit of BENCHMARKS.md: the time
+    until the default solve's iterate reaches the threshold;
   * LIBLINEAR's best: every solver of the problem (L1: -s 3; L2: -s 1, -s 2) over an -e sweep; the
     time to a threshold is the fastest run whose objective is within it (median of repeats).
 Times are this process's CPU time (``--clock cpu``, default: fair on a shared machine; it charges
@@ -97,6 +101,47 @@ def svmopt_rows(X, y, loss, p, fstar, repeats, tick):
         err = (objective(X, y, w, b, p) - fstar) / abs(fstar)
         out[t] = dict(time=statistics.median(times), wall=statistics.median(walls), compile=first.timings["compile"],
                       method=r.method, status=r.status.name, iters=int(r.iterations), err=err)
+    return out
+
+
+def path_rows(X, y, loss, p, fstar, full, repeats, tick):
+    """Per threshold: (median time, k) of the default solve cut at max_iter=k, the first k within it
+    (None when even the full run of ``full`` iterations is not)."""
+    import warnings
+
+    import svmopt
+
+    kw = dict(loss=loss, intercept_scaling=1.0)
+    errs = {}
+
+    def err_at(k):
+        if k not in errs:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = svmopt.solve(X, y, max_iter=k, **kw)
+            w, b = np.asarray(r.w, float), float(np.asarray(r.b))
+            errs[k] = (objective(X, y, w, b, p) - fstar) / abs(fstar)
+        return errs[k]
+
+    out = {}
+    for t in THRESH:
+        lo, hi = 0, 1
+        while err_at(hi) > t and hi < full:
+            lo, hi = hi, min(2 * hi, full)
+        if err_at(hi) > t:
+            out[t] = None
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if err_at(mid) <= t else (mid, hi)
+        times = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(repeats):
+                t0 = tick()
+                svmopt.solve(X, y, max_iter=hi, **kw)
+                times.append(tick() - t0)
+        out[t] = (statistics.median(times), hi)
     return out
 
 
@@ -190,8 +235,9 @@ def main(argv=None):
              f"times: {a.clock} clock, median of {a.repeats}; compile = the first call's, apart; "
              "C = 1, bias feature -B 1; svmopt float32 (default), errors in float64", "",
              "| data | loss | f* (gap) | default picks | svmopt @1e-2 | LIBLINEAR @1e-2 | ratio | svmopt @1e-3 "
-             "(default tol) | LIBLINEAR @1e-3 | ratio | svmopt compile | svmopt wall @1e-3 | err @1e-3 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(default tol) | LIBLINEAR @1e-3 | ratio | svmopt compile | svmopt wall @1e-3 | err @1e-3 | "
+             "svmopt path @1e-2 | ratio | svmopt path @1e-3 | ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for name, X, y in datasets(a.datasets.split(","), a.data, a.dense_rows, a.sparse_rows):
         for lname in a.losses.split(","):
@@ -199,6 +245,7 @@ def main(argv=None):
             fstar, gap, how = reference(X, y, loss)
             ours = svmopt_rows(X, y, loss, p, fstar, a.repeats, tick)
             peer = None if a.no_peers else liblinear_rows(X, y, p, fstar, a.peer_repeats or a.repeats, tick)
+            path = path_rows(X, y, loss, p, fstar, ours[1e-3]["iters"], a.repeats, tick)
             cells = []
             for t in THRESH:
                 o = ours[t]
@@ -208,7 +255,16 @@ def main(argv=None):
                           f"{o['time'] / pt:.2f}" if math.isfinite(pt) and pt > 0 else "—"]
             row = (f"| {name} | {lname} | {fstar:.6g} ({gap:.0e}, {how}) | {ours[1e-3]['method']} | "
                    + " | ".join(cells) + f" | {ours[1e-2]['compile']:.2f} | {ours[1e-3]['wall']:.3f} | "
-                   f"{ours[1e-3]['err']:.1e} |")
+                   f"{ours[1e-3]['err']:.1e} | ")
+            pcells = []
+            for t in THRESH:
+                pt = peer[t][0] if peer else math.nan
+                if path[t] is None:
+                    pcells += ["not reached", "—"]
+                    continue
+                pcells += [f"{path[t][0]:.3f} ({path[t][1]} it.)",
+                           f"{path[t][0] / pt:.2f}" if math.isfinite(pt) and pt > 0 else "—"]
+            row += " | ".join(pcells) + " |"
             lines.append(row)
             print(row, flush=True)
             if a.out:  # as it goes: a run cut short keeps its rows

@@ -159,3 +159,36 @@ def test_sparse_pass_smoke(capsys):
     assert {(r["K"], r["kind"]) for r in rows} == {(1, "two"), (1, "fused"), (3, "two"), (3, "fused")}
     assert all(np.isfinite(r["svmopt_ratio"]) and np.isfinite(r["xla_ratio"]) for r in rows)
     assert "| heart_scale | float32 | 3 | fused |" in capsys.readouterr().out
+
+
+def test_goal_path_is_the_first_iterate_within_each_threshold():
+    """bench.goal's path column: the default solve cut at max_iter=k, for a k whose iterate is within
+    the threshold and whose predecessor's is not -- checked against the runs at k and k - 1, on a1a's
+    squared hinge."""
+    import warnings
+
+    import svmopt
+    from bench import goal
+
+    ds = data.load("tiny")  # a1a
+    X, y = ds.X, np.asarray(ds.y, float)
+    fstar, gap, _ = goal.reference(X, y, svmopt.losses.squared_hinge)  # float64: conftest enables x64
+    assert gap <= 1e-5
+    full = int(svmopt.solve(X, y, loss=svmopt.losses.squared_hinge, intercept_scaling=1.0).iterations)
+    path = goal.path_rows(X, y, svmopt.losses.squared_hinge, 2, fstar, full, 1, goal.clock("cpu"))
+
+    def err(k):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = svmopt.solve(X, y, loss=svmopt.losses.squared_hinge, intercept_scaling=1.0, max_iter=k)
+        return (goal.objective(X, y, np.asarray(r.w, float), float(r.b), 2) - fstar) / abs(fstar)
+
+    ks = []
+    for t in goal.THRESH:
+        assert path[t] is not None and path[t][0] > 0
+        k = path[t][1]
+        assert 1 <= k <= full and err(k) <= t
+        if k > 1:
+            assert err(k - 1) > t
+        ks.append(k)
+    assert ks[0] <= ks[1]
