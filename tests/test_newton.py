@@ -146,7 +146,9 @@ def test_row_buckets_and_resume_are_exact():
     kw = dict(loss=squared_hinge, method=newton, tol=1e-9, dtype=F64)
     padded = svmopt.solve(X, y, **kw)
     plain = svmopt.solve(X, y, bucket=False, **kw)
-    assert float(padded.primal_objective) == pytest.approx(float(plain.primal_objective), rel=1e-12)
+    # the same problem (zero-weight rows and explicit zeros): the same optimum, within the certified gap
+    # (not bit for bit: the CSR kernel splits X^T u by non-zeros over threads, so padding moves the split)
+    assert float(padded.primal_objective) == pytest.approx(float(plain.primal_objective), rel=2e-9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         part = svmopt.solve(X, y, max_iter=3, **kw)

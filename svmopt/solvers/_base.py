@@ -209,6 +209,29 @@ def _hashable(v):
     return v
 
 
+_PROBED: dict = {}
+
+
+def probe(what: str, fn, obj, dtype) -> None:
+    """``fn(obj, v)`` traced abstractly on a (1,) vector of ``dtype``: raises what the call raises
+    (``MissingCapability`` naming the missing piece) without running it. ``obj`` is the loss or
+    regularizer the call depends on: its pytree structure and leaves' types decide the outcome, so
+    a passing probe is remembered under them (it traced anew on every solve: 1-2 ms a call)."""
+    leaves, tree = jax.tree_util.tree_flatten(obj)
+    try:
+        key = (what, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), jnp.dtype(dtype))
+        hash(key)
+    except TypeError:  # an unhashable static part: probe every time
+        key = None
+    if key is not None and key in _PROBED:
+        return
+    jax.eval_shape(lambda o, v: fn(o, v), obj, jax.ShapeDtypeStruct((1,), dtype))
+    if key is not None:
+        if len(_PROBED) > 1024:
+            _PROBED.clear()
+        _PROBED[key] = True
+
+
 def require(cond: bool, message: str) -> None:
     if not cond:
         raise MissingCapability(message)

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 
 from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual
 from ..result import Status
-from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
+from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, probe, require, start_or, \
     stall_update, static
 
 __all__ = ["ALM", "alm"]
@@ -121,8 +121,8 @@ class ALM(Method):
     def validate(self, pb: Problem) -> None:
         require(pb.reg.has_conjugate or self.criterion == "grad",
                 f"alm's gap criterion needs the regularizer's conjugate; {pb.reg!r} has none")
-        jax.eval_shape(lambda v: pb.loss.prox(v, 1.0), jax.ShapeDtypeStruct((1,), pb.dtype))  # raises MissingCapability naming 'prox'
-        jax.eval_shape(lambda v: pb.reg.prox(v, 1.0), jax.ShapeDtypeStruct((1,), pb.dtype))
+        probe("loss.prox", lambda loss, v: loss.prox(v, 1.0), pb.loss, pb.dtype)  # raises MissingCapability naming 'prox'
+        probe("reg.prox", lambda reg, v: reg.prox(v, 1.0), pb.reg, pb.dtype)
         require(pb.kernel is None, "alm is a linear solver; for a kernel use method=alfpgm or nesvm")
         if self.variant not in ("inexact", "exact"):
             raise ValueError(f"alm variant must be 'inexact' or 'exact', got {self.variant!r}")

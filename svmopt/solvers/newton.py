@@ -52,7 +52,8 @@ from ..losses import MissingCapability
 from ..operators import SparseOperator
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, start_or, stall_update, static
+from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, probe, require, start_or, stall_update, \
+    static
 
 __all__ = ["Newton", "newton"]
 
@@ -118,7 +119,7 @@ class Newton(Method):
         require(pb.loss.is_differentiable,
                 f"newton needs a twice-differentiable loss; {pb.loss!r} has a kink (use method=alm, or the "
                 "loss's smoothed form)")
-        jax.eval_shape(pb.reg.grad, jax.ShapeDtypeStruct((1,), pb.dtype))  # raises MissingCapability naming 'grad' (l1, elastic net)
+        probe("grad", lambda reg, v: reg.grad(v), pb.reg, pb.dtype)  # raises MissingCapability naming 'grad' (l1, elastic net)
         require(pb.loss.has_dual and pb.reg.has_conjugate,
                 f"newton certifies a duality gap: loss {pb.loss!r} needs a dual and {pb.reg!r} a conjugate")
         if self.line_search not in ("exact", "armijo"):
