@@ -463,16 +463,17 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         state_shape = init.out_info
     except AttributeError:  # an older JAX
         state_shape = _with_shardings(jax.eval_shape(_init_fn, method, pb, start), init)
-    k, code = i32(0), i32(RUNNING)
-    chunk_args = (method, pb, state_shape, k, code, i32(1))
+    # the loop's scalars in one transfer (one each cost ~0.25 ms a solve)
+    k, code, one, last, report = jax.device_put([np.int32(0), np.int32(RUNNING), np.int32(1), np.int32(max_iter),
+                                                 np.asarray(bool(verbose))])
+    chunk_args = (method, pb, state_shape, k, code, one)
     if history:
         chunk, dt = _compile("chunk", _chunk_fn, chunk_args, donate=(2,))
         tc += dt
         summ, dt = _compile("summary", _summary_fn, chunk_args[:5])
         tc += dt
     else:
-        report = jax.device_put(np.asarray(bool(verbose)))  # (a transfer: jnp.asarray would compile a conversion)
-        chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args + (i32(max_iter), report),
+        chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args + (last, report),
                              donate=(2,))
         tc += dt
     t0 = time.perf_counter()
@@ -491,7 +492,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
             state, k, code = chunk(method, pb, state, k, code, i32(until))
             jax.block_until_ready(state)
         else:
-            state, k, code, s = chunk(method, pb, state, k, code, i32(until), i32(max_iter), report)
+            state, k, code, s = chunk(method, pb, state, k, code, i32(until), last, report)
             jax.block_until_ready(s)
         dt = time.perf_counter() - t1
         elapsed += dt
