@@ -316,3 +316,35 @@ def test_dual_cd_warm_start_float32_and_its_refusals():
         svmopt.solve(X, yy, loss=logistic, intercept_scaling=1.0, method=newton(warm="dual_cd"))
     with pytest.raises(ValueError, match="warm"):
         svmopt.solve(X, yy, method=newton(warm="alm"), **kw)
+
+
+def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
+    """The fitted dual point (X^T (alpha y) fitted to w on the free rows): on a9a's squared hinge in
+    float64 it certifies 1e-3 in fewer Newton steps than -l'(margin) alone (measured 5 against 7),
+    and its dual objective stays below the optimum (LIBLINEAR -s 2 at -e 1e-10, checked against a
+    float64 Newton solve to 1e-12), so the gap it reports bounds the true error. float32 certifies
+    too. 'wide' (the default) leaves tall a9a alone; on a wide slice of a1a it fits."""
+    X, y = load("a9a")
+    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
+    ref = svmopt.solve(X, y, method=newton(tol=1e-12, fit="never"), dtype=F64, **kw)
+    assert ref.status == Status.CONVERGED
+    fstar = float(ref.primal_objective)
+    plain = svmopt.solve(X, y, method=newton(fit="never"), dtype=F64, **kw)
+    fitted = svmopt.solve(X, y, method=newton(fit="always"), dtype=F64, **kw)
+    default = svmopt.solve(X, y, method=newton, dtype=F64, **kw)
+    for r in (plain, fitted, default):
+        assert r.status == Status.CONVERGED and float(r.relative_gap) <= 1e-3
+        assert float(r.dual_objective) <= fstar * (1 + 1e-12)  # a valid lower bound
+        assert float(r.primal_objective) - fstar <= float(r.gap) * (1 + 1e-9)
+    assert int(fitted.iterations) < int(plain.iterations)
+    assert int(default.iterations) == int(plain.iterations)  # tall: "wide" does not fit
+    f32 = svmopt.solve(X, y, method=newton(fit="always"), **kw)
+    assert f32.status == Status.CONVERGED and int(f32.iterations) < int(plain.iterations)
+    P32 = references.objective(X, y, np.asarray(f32.w, float), float(f32.b), 1.0, 2, bias_regularized=True)
+    assert fstar <= P32 * (1 + 1e-6) and P32 <= fstar * (1 + 1e-3)
+    Xw, yw, lib = _wide()
+    wide = svmopt.solve(Xw, yw, method=newton(tol=1e-8), dtype=F64, **kw)
+    assert wide.status == Status.CONVERGED and float(wide.dual_objective) <= lib * (1 + 1e-12)
+    assert float(wide.primal_objective) <= lib * (1 + 1e-8)
+    with pytest.raises(ValueError, match="fit"):
+        svmopt.solve(Xw, yw, method=newton(fit="sometimes"), **kw)
