@@ -162,8 +162,12 @@ def test_refuses_what_it_cannot_solve():
     X, y = load("heart_scale")
     with pytest.raises(MissingCapability, match="twice-differentiable"):
         svmopt.solve(X, y, loss=hinge, method=newton)
-    with pytest.raises(MissingCapability, match="grad"):
-        svmopt.solve(X, y, loss=squared_hinge, reg=l1, method=newton)
+    # validate remembers the probes that passed, never the ones that raised: l1 is refused again,
+    # and after it, l2 (whose probe passed) still solves
+    for _ in range(2):
+        with pytest.raises(MissingCapability, match="grad"):
+            svmopt.solve(X, y, loss=squared_hinge, reg=l1, method=newton)
+        assert svmopt.solve(X, y, loss=squared_hinge, method=newton).status == Status.CONVERGED
     with pytest.raises(ValueError, match="cg_iters"):
         svmopt.solve(X, y, loss=squared_hinge, method=newton(cg_iters=0))
 
