@@ -37,13 +37,13 @@ alpha = -C s l'(margin) (projected when an intercept is fitted), computed after 
 l2-type R = c/2 ||w||^2 and no free intercept that gap is exactly ||grad P||^2 / (2c), which
 overstates the objective's error by up to the Hessian's condition (a9a's squared hinge, float64:
 error 8.6e-5 at a gap of 5.7e-2). So without a free intercept (on wide data by default, see
-``fit``), once the gap is within
-``fit_within`` x tol, a second dual point is fitted: alpha + delta with delta on the rows strictly
-inside the dual box, the least-norm solution of X^T (delta y) = grad P (``fit_steps`` CGLS steps,
-each one X v and one X^T u), clipped into the box. Then X^T (alpha y) = grad R(w) nearly holds,
-R's part of the gap vanishes, and what is left is the loss's part on the rows that moved: on a9a the gap fell to 2.3e-4 there, on ijcnn1 from
-4.8e-2 to 6e-5, certifying 1e-3 two Newton steps sooner. The larger dual objective counts. The
-safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
+``fit``), once the gap is within ``fit_within`` x tol, a second dual point is fitted: alpha + delta
+with delta on the rows strictly inside the dual box, the least-norm solution of
+X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u), clipped into the
+box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is left
+is the loss's part on the rows that moved: on a9a the gap fell from 5.7e-2 to 2.3e-4 there, on
+ijcnn1 from 4.8e-2 to 6e-5, certifying 1e-3 two Newton steps sooner. The larger dual objective
+counts. The safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
 iterations, neither a relative decrease of the objective above ``obj_tol`` nor one of the gap
 above 1%.
 """
