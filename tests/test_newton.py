@@ -196,8 +196,10 @@ def test_tight_tolerance_certified_in_float64(name, C, loss):
 
 def test_cg_products_walk_only_the_active_rows():
     """The CG Hessian products read only the rows with l''(m) != 0 (LIBLINEAR's index set I): on a1a
-    (CSR) the restricted operator's indptr ends at those rows' nonzeros, and X^T (D X v) through it
-    equals scipy's product over the whole matrix (the work of a CG step was every nonzero before)."""
+    (CSR) the restricted operator (built by the custom call ``_csr.keep_rows``) has the kept rows
+    first in order, then the others, with indptr ending at the kept rows' nonzeros; X^T (D X v)
+    through it equals scipy's product over the whole matrix, by the kernel and by the XLA path (its
+    row ids), and under vmap over D."""
     from svmopt.operators import SparseOperator
     from svmopt.solvers.newton import _restrict_rows, _walks_rows
 
@@ -208,11 +210,41 @@ def test_cg_products_walk_only_the_active_rows():
     D = np.where(rng.uniform(size=X.shape[0]) < 0.3, rng.uniform(0.5, 2.0, X.shape[0]), 0.0)
     keep = D != 0
     kept = int(np.diff(X.indptr)[keep].sum())
-    sub, Dp = _restrict_rows(op, jnp.asarray(keep), jnp.asarray(kept, jnp.int32), jnp.asarray(D))
+    sub, Dp = jax.jit(_restrict_rows)(op, jnp.asarray(keep), jnp.asarray(D))
     assert int(sub.indptr[-1]) == kept < X.nnz // 2
+    perm = np.concatenate([np.flatnonzero(keep), np.flatnonzero(~keep)])
+    Xp = X[perm]
+    np.testing.assert_array_equal(np.asarray(Dp), D[perm])
+    np.testing.assert_array_equal(np.asarray(sub.indptr), np.minimum(Xp.indptr, kept))
+    np.testing.assert_array_equal(np.asarray(sub.indices), Xp.indices)
+    np.testing.assert_array_equal(np.asarray(sub.data), Xp.data)
+    np.testing.assert_array_equal(np.asarray(sub.row_ids), np.repeat(np.arange(X.shape[0]), np.diff(Xp.indptr)))
     v = rng.standard_normal(X.shape[1])
     ref = X.T @ (D * (X @ v))
-    np.testing.assert_allclose(np.asarray(sub.rmatvec(Dp * sub.matvec(jnp.asarray(v)))), ref, rtol=1e-12, atol=1e-12)
+    hv = lambda o, Dh: o.rmatvec(Dh * o.matvec(jnp.asarray(v)))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(hv(sub, Dp)), ref, rtol=1e-12, atol=1e-12)
+    xla = SparseOperator(sub.data, sub.indices, sub.row_ids, sub.indptr, sub.shape, "xla")
+    np.testing.assert_allclose(np.asarray(hv(xla, Dp)), ref, rtol=1e-12, atol=1e-12)
+    D2 = np.stack([D, np.where(np.arange(X.shape[0]) % 3 == 0, 1.0, 0.0)])
+    out = jax.jit(jax.vmap(lambda Dh: hv(*_restrict_rows(op, Dh != 0, Dh))))(jnp.asarray(D2))
+    for k in range(2):
+        np.testing.assert_allclose(np.asarray(out[k]), X.T @ (D2[k] * (X @ v)), rtol=1e-12, atol=1e-12)
+
+
+def test_kernels_self_test_inside_a_trace(monkeypatch):
+    """The CSR kernels' self-test runs eagerly even when the first question comes from a trace
+    (newton's step asks while jit traces it): it once returned False there, and the cached False
+    left the process on the slow XLA products."""
+    from svmopt import _csr, _programs
+
+    monkeypatch.setattr(_programs, "passed_before", lambda *_: False)
+    _csr.ffi_available.cache_clear()
+    try:
+        seen = []
+        jax.jit(lambda x: (seen.append(_csr.ffi_available()), x)[1])(1.0)
+        assert seen == [True]
+    finally:
+        _csr.ffi_available.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [pytest.param(jnp.float32, marks=pytest.mark.slow), F64])

@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import _csr
 from .._csr import ffi_available
 from ..losses import MissingCapability
 from ..operators import SparseOperator
@@ -278,7 +279,7 @@ class Newton(Method):
             keep = D != 0
             kept = jnp.sum(jnp.where(keep, jnp.diff(pb.op.indptr), 0), dtype=jnp.int32)
             (sw, sb), k = lax.cond(2 * kept <= pb.op.data.shape[0],
-                                   lambda: direction(*_restrict_rows(pb.op, keep, kept, D)),
+                                   lambda: direction(*_restrict_rows(pb.op, keep, D)),
                                    lambda: direction(pb.op, D))
         else:
             (sw, sb), k = direction(pb.op, D)
@@ -330,22 +331,13 @@ def _walks_rows(op) -> bool:
             and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
 
 
-def _restrict_rows(op, keep, kept, D):
+def _restrict_rows(op, keep, D):
     """(op', D'): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
-    perm[i] of op, D' = D[perm]), and indptr ending after them (``kept`` = their nonzeros), so the
-    kernel walks only those. The other rows keep their entries and row ids: the XLA path, which sums
-    over row ids, stays exact as long as D' is 0 there."""
-    n, nnz = keep.shape[0], op.data.shape[0]
-    counts = jnp.diff(op.indptr)
-    k = jnp.sum(keep, dtype=jnp.int32)
-    pos = jnp.where(keep, jnp.cumsum(keep, dtype=jnp.int32) - 1, k + jnp.cumsum(~keep, dtype=jnp.int32) - 1)
-    ids = jnp.arange(n, dtype=jnp.int32)
-    perm = jnp.zeros((n,), jnp.int32).at[pos].set(ids)
-    cp = counts[perm]
-    indptr = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(cp, dtype=jnp.int32)])
-    rows = jnp.repeat(ids, cp, total_repeat_length=nnz)
-    src = op.indptr[perm[rows]] + jnp.arange(nnz, dtype=jnp.int32) - indptr[rows]
-    op = SparseOperator(op.data[src], op.indices[src], rows, jnp.minimum(indptr, kept), op.shape, op.impl)
+    perm[i] of op, D' = D[perm]), and indptr ending after them, so the kernel walks only those
+    (``_csr.keep_rows``: one pass in the custom call). The other rows keep their entries and row
+    ids: the XLA path, which sums over row ids, stays exact as long as D' is 0 there."""
+    perm, indptr, indices, rows, src = _csr.keep_rows(op.indices, op.indptr, keep)
+    op = SparseOperator(op.data[src], indices, rows, indptr, op.shape, op.impl)
     return op, D[perm]
 
 
