@@ -14,7 +14,9 @@
 // thread, like scipy's CSR routines, which these follow.
 //
 // The module also exposes `registrations()` -> {target name: PyCapsule} for
-// jax.ffi.register_ffi_target; svmopt/_csr.py loads it and falls back to XLA without it.
+// jax.ffi.register_ffi_target; svmopt/_csr.py loads it and falls back to XLA without it. And
+// `build_csr(...)`, a plain function that builds the operator's arrays from a scipy CSR on the
+// host in one pass (SparseOperator.from_scipy; numpy does it without the module).
 
 #include "_ffi_module.h"
 
@@ -339,7 +341,110 @@ ffi::Error KeepRows(ffi::Buffer<ffi::S32> indptr, ffi::Buffer<ffi::S32> indices,
   return ffi::Error::Success();
 }
 
+
+// ---- building the operator's arrays on the host (a module function, not a custom call) ----
+//
+// build_csr(indptr, indices, data, data_f64, out_data, out_f64, out_indices, out_rows, out_indptr,
+//           d, bias, has_bias, pad_rows, pad_nnz) -> code
+//
+// One pass from a scipy CSR (indptr int64 (n + 1), indices int32, data float32 / float64) to the
+// operator's arrays (out_data float32 / float64, int32 indices, row ids and indptr) of a matrix of
+// n_out >= n rows (the rows past n empty): in each row, first the padding's explicit zeros (column 0;
+// pad_nnz of them spread over the last pad_rows rows, one more each in the first pad_nnz % pad_rows
+// of those), then the row's entries, then the bias feature (column d, value bias) when has_bias.
+// That is what scipy's vstack, a column append and a copy did in three passes (9 ms on a9a).
+// Returns 0, or without finishing: 1 when a row's columns are not strictly increasing (unsorted
+// or duplicated: the caller canonicalises and calls again), 2 when a column is outside [0, d) or
+// indptr is malformed, 3 when the output sizes do not fit.
+template <typename TI, typename TO>
+int build(const int64_t* ip, int64_t n, const int32_t* ix, int64_t nnz_in, const TI* x, TO* od, int32_t* oi,
+          int32_t* orow, int32_t* op, int64_t n_out, int64_t nnz_out, int64_t d, double bias, bool has_bias,
+          int64_t m, int64_t E) {
+  const int64_t first_pad = n_out - m;
+  int64_t p = 0;
+  op[0] = 0;
+  for (int64_t r = 0; r < n_out; ++r) {
+    const int32_t row = static_cast<int32_t>(r);
+    if (r >= first_pad && m > 0) {
+      const int64_t a = E / m + ((r - first_pad) < E % m ? 1 : 0);
+      if (p + a > nnz_out) return 3;
+      for (int64_t k = 0; k < a; ++k, ++p) {
+        od[p] = TO(0);
+        oi[p] = 0;
+        orow[p] = row;
+      }
+    }
+    if (r < n) {
+      const int64_t s = ip[r], e = ip[r + 1];
+      if (s < 0 || e < s || e > nnz_in) return 2;
+      if (p + (e - s) > nnz_out) return 3;
+      int64_t prev = -1;
+      for (int64_t q = s; q < e; ++q, ++p) {
+        const int32_t c = ix[q];
+        if (c < 0 || c >= d) return 2;
+        if (c <= prev) return 1;
+        prev = c;
+        od[p] = static_cast<TO>(x[q]);
+        oi[p] = c;
+        orow[p] = row;
+      }
+    }
+    if (has_bias) {
+      if (p + 1 > nnz_out) return 3;
+      od[p] = static_cast<TO>(bias);
+      oi[p] = static_cast<int32_t>(d);
+      orow[p] = row;
+      ++p;
+    }
+    if (p > INT32_MAX) return 3;
+    op[r + 1] = static_cast<int32_t>(p);
+  }
+  return p == nnz_out ? 0 : 3;
+}
+
+PyObject* build_csr(PyObject*, PyObject* args) {
+  Py_buffer ip, ix, x, od, oi, orow, op;
+  int in64, out64, has_bias;
+  long long d, m, E;
+  double bias;
+  if (!PyArg_ParseTuple(args, "y*y*y*py*py*y*y*LdpLL", &ip, &ix, &x, &in64, &od, &out64, &oi, &orow, &op, &d,
+                        &bias, &has_bias, &m, &E))
+    return nullptr;
+  Py_buffer* all[] = {&ip, &ix, &x, &od, &oi, &orow, &op};
+  const int64_t n = ip.len / 8 - 1, nnz_in = ix.len / 4, n_out = op.len / 4 - 1, nnz_out = oi.len / 4;
+  int code = 3;
+  const bool sizes = n >= 0 && n_out >= n && x.len == nnz_in * (in64 ? 8 : 4) && od.len == nnz_out * (out64 ? 8 : 4) &&
+                     orow.len == oi.len && m >= 0 && m <= n_out && E >= 0 && !od.readonly && !oi.readonly &&
+                     !orow.readonly && !op.readonly;
+  if (sizes) {
+    Py_BEGIN_ALLOW_THREADS
+    const auto* pi = static_cast<const int64_t*>(ip.buf);
+    const auto* pix = static_cast<const int32_t*>(ix.buf);
+    auto* poi = static_cast<int32_t*>(oi.buf);
+    auto* por = static_cast<int32_t*>(orow.buf);
+    auto* pop = static_cast<int32_t*>(op.buf);
+    if (in64 && out64)
+      code = build(pi, n, pix, nnz_in, static_cast<const double*>(x.buf), static_cast<double*>(od.buf), poi, por, pop,
+                   n_out, nnz_out, d, bias, has_bias, m, E);
+    else if (in64)
+      code = build(pi, n, pix, nnz_in, static_cast<const double*>(x.buf), static_cast<float*>(od.buf), poi, por, pop,
+                   n_out, nnz_out, d, bias, has_bias, m, E);
+    else if (out64)
+      code = build(pi, n, pix, nnz_in, static_cast<const float*>(x.buf), static_cast<double*>(od.buf), poi, por, pop,
+                   n_out, nnz_out, d, bias, has_bias, m, E);
+    else
+      code = build(pi, n, pix, nnz_in, static_cast<const float*>(x.buf), static_cast<float*>(od.buf), poi, por, pop,
+                   n_out, nnz_out, d, bias, has_bias, m, E);
+    Py_END_ALLOW_THREADS
+  }
+  for (Py_buffer* b : all) PyBuffer_Release(b);
+  return PyLong_FromLong(code);
+}
+
 }  // namespace
+
+#define SVMOPT_CSR_BUILD_METHOD \
+  { "build_csr", build_csr, METH_VARARGS, "The operator's CSR arrays in one pass (see svmopt/_csr_ffi.cc)." }
 
 // Operands: data, indices, indptr, row_ids, x (or u); result: y (or z).
 #define SVMOPT_CSR_BINDING(DT)        \
@@ -368,7 +473,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_keep_rows, KeepRows,
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
 
-SVMOPT_FFI_MODULE(_csr_ffi, "svmopt CSR kernels (XLA FFI).",
+SVMOPT_FFI_MODULE_WITH(_csr_ffi, "svmopt CSR kernels (XLA FFI).", SVMOPT_CSR_BUILD_METHOD,
                   SVMOPT_FFI_TARGET(svmopt_csr_matvec_f32),
                   SVMOPT_FFI_TARGET(svmopt_csr_matvec_f64),
                   SVMOPT_FFI_TARGET(svmopt_csr_rmatvec_f32),

@@ -36,7 +36,14 @@ PyObject* capsules(const Target (&targets)[N]) {
 #define SVMOPT_FFI_TARGET(symbol) \
   svmopt_ffi::Target { #symbol, reinterpret_cast<void*>(symbol) }
 
-#define SVMOPT_FFI_MODULE(NAME, DOC, ...)                                                                  \
+// SVMOPT_FFI_MODULE_WITH(name, doc, method, targets...): the same with one more module function,
+// ``method`` a macro that expands to its PyMethodDef entry.
+#define SVMOPT_FFI_NO_METHOD \
+  { nullptr, nullptr, 0, nullptr }
+
+#define SVMOPT_FFI_MODULE(NAME, DOC, ...) SVMOPT_FFI_MODULE_WITH(NAME, DOC, SVMOPT_FFI_NO_METHOD, __VA_ARGS__)
+
+#define SVMOPT_FFI_MODULE_WITH(NAME, DOC, METHOD, ...)                                                      \
   static PyObject* registrations(PyObject*, PyObject*) {                                                 \
     static const svmopt_ffi::Target targets[] = {__VA_ARGS__};                                            \
     return svmopt_ffi::capsules(targets);                                                                 \
@@ -44,6 +51,7 @@ PyObject* capsules(const Target (&targets)[N]) {
   static PyMethodDef methods[] = {                                                                        \
       {"registrations", registrations, METH_NOARGS,                                                       \
        "{FFI target name: PyCapsule} for jax.ffi.register_ffi_target."},                                  \
+      METHOD,                                                                                             \
       {nullptr, nullptr, 0, nullptr},                                                                     \
   };                                                                                                      \
   static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, #NAME, DOC, -1, methods};                    \

@@ -149,38 +149,24 @@ class SparseOperator:
         return cls(*children, shape, impl)
 
     @classmethod
-    def from_scipy(cls, A, dtype, impl: str = "auto", nnz_to: int | None = None, pad_rows: int = 1):
-        """CSR arrays of ``A``. ``nnz_to``: store that many entries, the extra ones explicit
-        zeros (column 0) at the start of the last ``pad_rows`` rows, so that matrices whose
-        nnz fall in one bucket share array shapes (and compiled programs); products, norms
-        and row walks are unchanged by them."""
-        A = sp.csr_matrix(A)
-        A.sum_duplicates()
-        A.sort_indices()
-        n = A.shape[0]
-        nnz = max(A.nnz, nnz_to or 0)
-        if nnz >= 2**31:
-            raise ValueError(f"X has {nnz} stored entries; the sparse operator indexes them with int32 (< 2**31)")
-        counts = np.diff(A.indptr)
-        data, indices, indptr = A.data, A.indices, A.indptr
-        if nnz > A.nnz and n > 0:
-            m = int(min(max(pad_rows, 1), n))
-            add = np.zeros(n, np.int64)
-            add[n - m:] = (nnz - A.nnz) // m
-            add[n - m:n - m + (nnz - A.nnz) % m] += 1
-            indptr = np.concatenate([[0], np.cumsum(counts + add)])
-            at = np.repeat(indptr[:-1] + add - A.indptr[:-1], counts) + np.arange(A.nnz)  # real entries after
-            data = np.zeros(nnz, A.data.dtype)
-            indices = np.zeros(nnz, np.int32)
-            data[at], indices[at] = A.data, A.indices
-            counts = counts + add
-        row_ids = np.repeat(np.arange(n, dtype=np.int32), counts)
-        # converted on the host and sent in one transfer (a conversion on the device and four
+    def from_scipy(cls, A, dtype, impl: str = "auto", nnz_to: int | None = None, pad_rows: int = 1,
+                   bias: float | None = None, rows: int | None = None):
+        """CSR arrays of ``A``, on the device. ``rows``: that many rows (>= A's), the extra ones
+        empty. ``bias``: a last column of that value in every row (LIBLINEAR's -B). ``nnz_to``:
+        store that many entries, the extra ones explicit zeros (column 0) at the start of the last
+        ``pad_rows`` rows, so that matrices whose nnz fall in one bucket share array shapes (and
+        compiled programs); products, norms and row walks are unchanged by them. Duplicate
+        entries are summed and columns sorted, in a copy: ``A`` is left as it was."""
+        A = A if sp.issparse(A) and A.format == "csr" else sp.csr_matrix(A)
+        n0, d0 = A.shape
+        n = n0 if rows is None else int(rows)
+        if n < n0:
+            raise ValueError(f"rows={n} is fewer than the matrix's {n0}")
+        dt = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+        arrays = _host_arrays(A, n, dt, nnz_to, pad_rows, bias)
+        # built on the host and sent in one transfer (a conversion on the device and four
         # transfers cost a9a's solve 7 ms a call)
-        dt = jax.dtypes.canonicalize_dtype(dtype)
-        arrays = jax.device_put((np.asarray(data, dt), np.asarray(indices, np.int32), row_ids,
-                                 np.asarray(indptr, np.int32)))
-        return cls(*arrays, A.shape, impl)
+        return cls(*jax.device_put(arrays), (n, d0 + (bias is not None)), impl)
 
     @property
     def shape(self):
@@ -244,31 +230,89 @@ AUTO_DENSE_MIN_DENSITY = 0.25
 AUTO_DENSE_MAX_BYTES = 512 * 2**20
 
 
-def _append_column(A, value):
-    """CSR ``A`` with a last column of ``value`` in every row (sorted indices stay sorted):
-    built from the CSR arrays directly, 5x faster than scipy's hstack through COO."""
-    A = sp.csr_matrix(A)
+def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
+    """(data, indices, row_ids, indptr) of CSR ``A`` as ``SparseOperator.from_scipy`` describes
+    them: one pass of the compiled ``build_csr`` where it is built, numpy otherwise."""
+    m = int(min(max(pad_rows, 1), n)) if n > 0 else 0
+    build = _compiled_build()
+    if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
+        A = _canonical(A)
+    for attempt in range(2):
+        nnz = A.nnz + (n if bias is not None else 0)
+        nnz_out = max(nnz, int(nnz_to or 0))
+        if nnz_out >= 2**31:
+            raise ValueError(f"X has {nnz_out} stored entries; the sparse operator indexes them with int32 "
+                             "(< 2**31)")
+        if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
+            return _numpy_arrays(A, n, dt, nnz_out, m, bias)  # (A canonical above)
+        out = (np.empty(nnz_out, dt), np.empty(nnz_out, np.int32), np.empty(nnz_out, np.int32),
+               np.empty(n + 1, np.int32))
+        if A.indices.dtype != np.int32 and A.nnz and not 0 <= A.indices.min() <= A.indices.max() < A.shape[1]:
+            break  # (the int32 copy below would wrap an index out of range into one in range)
+        data = A.data if A.data.dtype in (np.float32, np.float64) else A.data.astype(np.float64)
+        code = build(np.ascontiguousarray(A.indptr, np.int64), np.ascontiguousarray(A.indices, np.int32),
+                     np.ascontiguousarray(data), data.dtype == np.float64, out[0], dt == np.float64, out[1], out[2],
+                     out[3], A.shape[1], 0.0 if bias is None else float(bias), bias is not None, m, nnz_out - nnz)
+        if code == 0:
+            return out
+        if code != 1 or attempt:
+            break
+        A = _canonical(A)  # unsorted columns or duplicates: sum and sort a copy, then again
+    raise ValueError("X is a malformed CSR matrix (a column index outside [0, n_features), or indptr "
+                     "decreasing or outside the stored entries)")
+
+
+def _compiled_build():
+    try:
+        from . import _csr_ffi
+    except ImportError:
+        return None
+    return getattr(_csr_ffi, "build_csr", None)
+
+
+def _canonical(A):
+    """A copy of CSR ``A`` with duplicates summed and each row's columns sorted."""
+    A = sp.csr_matrix(A, copy=True)
     A.sum_duplicates()
     A.sort_indices()
-    n, d = A.shape
-    indptr = A.indptr.astype(np.int64) + np.arange(n + 1)
-    last = indptr[1:] - 1  # each row's new final slot
-    data = np.empty(A.nnz + n, np.result_type(A.data.dtype, np.float32))
-    indices = np.empty(A.nnz + n, np.int32)
-    keep = np.ones(A.nnz + n, bool)
-    keep[last] = False
-    data[keep], indices[keep] = A.data, A.indices
-    data[last], indices[last] = value, d
-    return sp.csr_matrix((data, indices, indptr), shape=(n, d + 1))
+    return A
+
+
+def _numpy_arrays(A, n, dt, nnz_out, m, bias):
+    """``_host_arrays`` without the compiled module, for a canonical ``A``: the same arrays, in numpy."""
+    n0, d0 = A.shape
+    if n > n0:
+        A = sp.vstack([A, sp.csr_matrix((n - n0, d0), dtype=A.dtype)], format="csr")
+    counts = np.diff(A.indptr).astype(np.int64)
+    if bias is not None:  # each row's new final slot holds the bias feature
+        counts = counts + 1
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    add = np.zeros(n, np.int64)
+    extra = nnz_out - int(indptr[-1])
+    if extra > 0:  # the padding's zeros first in the last m rows
+        add[n - m:] = extra // m
+        add[n - m:n - m + extra % m] += 1
+        indptr = np.concatenate([[0], np.cumsum(counts + add)])
+    data = np.zeros(nnz_out, dt)
+    indices = np.zeros(nnz_out, np.int32)
+    at = np.repeat(indptr[:-1] + add - A.indptr[:-1], np.diff(A.indptr)) + np.arange(A.nnz)
+    data[at], indices[at] = A.data, A.indices
+    if bias is not None:
+        data[indptr[1:] - 1], indices[indptr[1:] - 1] = bias, d0
+    row_ids = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
+    return data, indices, row_ids, indptr.astype(np.int32)
 
 
 def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "auto",
-                nnz_bucket=None, pad_rows: int = 1):
+                nnz_bucket=None, pad_rows: int = 1, rows: int | None = None):
     """Wrap numpy / jax / scipy.sparse X as an operator of ``dtype``.
 
     ``nnz_bucket``: a function of the number of stored entries giving the number to store
     (sparse result only; explicit zeros in the last ``pad_rows`` rows, see
     ``SparseOperator.from_scipy``), so CV folds of nearby sizes share one compiled program.
+
+    ``rows`` (sparse X): that many rows, the ones past X's empty (a row bucket, built in the
+    same pass).
 
     ``bias_scale`` appends a constant column of that value (LIBLINEAR's ``-B``
     convention: the intercept becomes a regularized weight). ``layout`` is
@@ -289,11 +333,12 @@ def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "a
     if sp.issparse(X) and layout == "dense":
         X = X.toarray()
     if sp.issparse(X):
-        A = sp.csr_matrix(X)
-        if bias_scale is not None:
-            A = _append_column(A, bias_scale)
-        nnz_to = None if nnz_bucket is None else int(nnz_bucket(A.nnz))
-        return SparseOperator.from_scipy(A, dtype or jnp.float32, nnz_to=nnz_to, pad_rows=pad_rows)
+        nnz = X.nnz + ((rows or X.shape[0]) if bias_scale is not None else 0)
+        nnz_to = None if nnz_bucket is None else int(nnz_bucket(nnz))
+        return SparseOperator.from_scipy(X, dtype or jnp.float32, nnz_to=nnz_to, pad_rows=pad_rows,
+                                         bias=bias_scale, rows=rows)
+    if rows is not None and rows > X.shape[0]:  # (a sparse X made dense above)
+        X = np.concatenate([np.asarray(X), np.zeros((rows - X.shape[0], X.shape[1]), X.dtype)])
     A = jnp.asarray(X, dtype=dtype)
     if bias_scale is not None:
         A = jnp.concatenate([A, jnp.full((A.shape[0], 1), bias_scale, A.dtype)], axis=1)

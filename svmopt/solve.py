@@ -184,8 +184,9 @@ def bucket_rows(n: int) -> int:
 
 
 def _pad(X, y, s, n_pad):
-    """Append zero rows (label +1, weight 0); ``as_operator(nnz_bucket=)`` keeps a CSR's
-    number of stored entries on a bucket too (explicit zeros in these rows)."""
+    """Append zero rows (label +1, weight 0) to a dense X, y and s; a sparse X gets them from
+    ``as_operator(rows=n_pad)``, whose ``nnz_bucket`` keeps its number of stored entries on a
+    bucket too (explicit zeros in these rows)."""
     n = X.shape[0]
     if n_pad == n:
         return X, y, s
@@ -193,7 +194,7 @@ def _pad(X, y, s, n_pad):
     y = np.concatenate([y, np.ones(extra)])
     s = np.concatenate([s, np.zeros(extra)])
     if sp.issparse(X):
-        X = sp.vstack([X, sp.csr_matrix((extra, X.shape[1]), dtype=X.dtype)], format="csr")
+        pass  # as_operator(rows=n_pad) builds the empty rows in the same pass as the rest
     elif isinstance(X, jax.Array):
         X = jnp.concatenate([X, jnp.zeros((extra, X.shape[1]), X.dtype)])
     else:
@@ -241,10 +242,13 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
         fit_intercept = False
     bucketed = bucket and not isinstance(X, (DenseOperator, SparseOperator))
+    rows = n
     if bucketed:
-        X, y_pm, s = _pad(X, y_pm, s, bucket_rows(n))
+        rows = bucket_rows(n)
+        X, y_pm, s = _pad(X, y_pm, s, rows)
     op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
-                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=X.shape[0] - n)
+                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=rows - n,
+                     rows=rows if sp.issparse(X) else None)
     pb = build_problem(op, y_pm, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, classes, C_arr
 

@@ -75,6 +75,84 @@ def test_auto_layout_and_bias_column(heart):
         as_operator(X, jnp.float64, layout="diagonal")
 
 
+def _built_matrix(A, rows, bias, nnz_to, pad_rows):
+    """What from_scipy must hold, from scipy alone: A with empty rows up to ``rows``, the bias
+    column, duplicates summed; and where the padding's explicit zeros sit."""
+    B = sp.csr_matrix(A, copy=True)
+    B.sum_duplicates()
+    B = sp.vstack([B, sp.csr_matrix((rows - A.shape[0], A.shape[1]))], format="csr")
+    if bias is not None:
+        B = sp.hstack([B, np.full((rows, 1), bias)], format="csr")
+    return B
+
+
+@pytest.mark.parametrize("case", ["a9a-like", "unsorted+duplicates", "int64+ints", "empty rows", "no pad rows"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sparse_operator_build_matches_scipy(case, dtype, monkeypatch):
+    """SparseOperator.from_scipy builds the row bucket, the bias feature and the nnz padding in one
+    compiled pass (``build_csr``) where the module is built, in numpy otherwise. Both give the
+    same arrays, and they hold scipy's own vstack / hstack / sum_duplicates of X, the padding's
+    explicit zeros first in the last rows; the caller's matrix is left as it was."""
+    import svmopt.operators as ops
+
+    rng = np.random.default_rng(3)
+    A = sp.random(300, 40, density=0.1, format="csr", random_state=4, dtype=np.float64)
+    rows, bias, nnz_to, pad_rows = 320, 1.5, None, 20
+    if case == "unsorted+duplicates":  # rows reversed within, one entry repeated
+        A = sp.csr_matrix((np.r_[A.data, 2.0], np.r_[A.indices, A.indices[0]],
+                           np.r_[A.indptr[:1], A.indptr[1:] + 1]), shape=A.shape)
+        for r in range(A.shape[0]):
+            s, e = A.indptr[r], A.indptr[r + 1]
+            A.indices[s:e], A.data[s:e] = A.indices[s:e][::-1].copy(), A.data[s:e][::-1].copy()
+        A.has_sorted_indices = False
+    elif case == "int64+ints":
+        A = sp.csr_matrix((rng.integers(-3, 4, A.nnz), A.indices.astype(np.int64), A.indptr.astype(np.int64)),
+                          shape=A.shape)
+        bias, nnz_to = None, A.nnz + 1000
+    elif case == "empty rows":
+        A = A.multiply(sp.csr_matrix(rng.uniform(size=(300, 1)) < 0.5)).tocsr()
+        nnz_to = 2 * A.nnz
+    elif case == "no pad rows":  # the padding's zeros land in the last real row
+        rows, pad_rows, nnz_to = 300, 0, A.nnz + 300 + 7
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    ref = _built_matrix(A, rows, bias, nnz_to, pad_rows)
+    built = []
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(ops, "_compiled_build", lambda: None)
+        elif ops._compiled_build() is None:
+            continue
+        op = SparseOperator.from_scipy(A, dtype, nnz_to=nnz_to, pad_rows=pad_rows, bias=bias, rows=rows)
+        arrays = [np.asarray(a) for a in (op.data, op.indices, op.row_ids, op.indptr)]
+        built.append(arrays)
+        data, indices, row_ids, indptr = arrays
+        assert op.shape == ref.shape and data.dtype == dtype
+        assert len(data) == max(ref.nnz, nnz_to or 0)
+        np.testing.assert_array_equal(row_ids, np.repeat(np.arange(rows), np.diff(indptr)))
+        np.testing.assert_allclose(op.to_scipy().toarray(), ref.toarray(), rtol=1e-7 if dtype == np.float32 else 0)
+        first = rows - max(min(pad_rows, rows), 1)
+        for r in range(rows):  # columns strictly increasing after the padding's zeros (rows >= first only)
+            cols, vals = indices[indptr[r]:indptr[r + 1]], data[indptr[r]:indptr[r + 1]]
+            lead = 0
+            if r >= first:
+                while lead < len(cols) and vals[lead] == 0 and cols[lead] == 0 and lead < len(cols) - ref[r].nnz:
+                    lead += 1
+            assert lead == len(cols) - ref[r].nnz and np.all(np.diff(cols[lead:]) > 0), r
+    for a, b in zip(*built) if len(built) == 2 else ():
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(before, (A.data, A.indices, A.indptr)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sparse_operator_build_refuses_a_malformed_matrix():
+    A = sp.csr_matrix((np.ones(3), np.array([0, 5, 1], np.int32), np.array([0, 2, 3], np.int32)), shape=(2, 4))
+    with pytest.raises(ValueError, match="malformed"):
+        SparseOperator.from_scipy(A, jnp.float32, bias=1.0)
+    A = sp.csr_matrix((np.ones(3), np.array([0, 2**33, 1], np.int64), np.array([0, 2, 3], np.int64)), shape=(2, 4))
+    with pytest.raises(ValueError, match="malformed"):
+        SparseOperator.from_scipy(A, jnp.float32)
+
+
 # ---- the CSR products (svmopt._csr): custom call on CPU when built, pure XLA otherwise ----
 # scipy is the reference; "xla" is always tested, the compiled kernel when this checkout has it.
 IMPLS = ["xla", pytest.param("ffi", marks=pytest.mark.skipif(
