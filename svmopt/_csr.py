@@ -26,7 +26,7 @@ from . import _programs
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-__all__ = ["matvec", "rmatvec", "keep_rows", "ffi_available", "IMPLS"]
+__all__ = ["matvec", "rmatvec", "hvp", "keep_rows", "ffi_available", "IMPLS"]
 
 # auto: the custom call where it is built and passed its self-test, else XLA; xla: always XLA;
 # ffi: the custom call on CPU without asking (the self-test itself, benchmarks)
@@ -87,6 +87,11 @@ def _self_test() -> bool:
     z = _bind_rmatvec(*args, y, 4, "ffi")
     y_ref = np.array([[9.0, 0.0, 18.0], [21.0, 0.0, 46.0]], np.float32)
     ok = np.array_equal(np.asarray(y), y_ref) and np.allclose(np.asarray(z), y_ref @ _dense(*args, (3, 4)))
+    # one walk for X^T (D (X v + c)): row 1 has D = 0
+    D, c = jax.device_put((np.array([1.0, 0.0, 2.0], np.float32), np.float32(0.5)), x.devices().pop())
+    hz, hs = csr_hvp_p.bind(*args, x[0], D, c, impl="ffi")
+    q = np.array([1.0, 0.0, 2.0], np.float32) * (y_ref[0] + 0.5)
+    ok = ok and np.allclose(np.asarray(hz), q @ _dense(*args, (3, 4))) and float(hs) == float(q.sum())
     # rows 1 (empty) and 2 first, then row 0; indptr stops at the kept rows' 2 entries
     got = _keep_rows_call(args[1], args[2], keep)
     want = ([1, 2, 0], [0, 0, 2, 2], [1, 2, 0, 3], [1, 1, 2, 2], [2, 3, 0, 1])
@@ -299,3 +304,70 @@ def _keep_rows_call(indices, indptr, keep):
     call = jax.ffi.ffi_call("svmopt_csr_keep_rows", (i32(n), i32(n + 1), i32(nnz), i32(nnz), i32(nnz)),
                             vmap_method="sequential")
     return call(jnp.asarray(indptr, jnp.int32), jnp.asarray(indices, jnp.int32), jnp.asarray(keep, bool))
+
+
+# ---- X^T (D (X v + c)) in one walk: newton's Hessian product -------------------------------
+
+csr_hvp_p = Primitive("svmopt_csr_hvp")
+csr_hvp_p.multiple_results = True
+
+
+def _unfused_hvp(data, indices, indptr, row_ids, v, D, c, *, impl):
+    """The same through the two products (the XLA lowering, vmap and differentiation)."""
+    q = D * (_bind_matvec(data, indices, indptr, row_ids, v[None], impl)[0] + c)
+    return [_bind_rmatvec(data, indices, indptr, row_ids, q[None], v.shape[0], impl)[0], jnp.sum(q)]
+
+
+@csr_hvp_p.def_abstract_eval
+def _hvp_abstract(data, indices, indptr, row_ids, v, D, c, *, impl):
+    if not indices.shape == row_ids.shape == data.shape:
+        raise TypeError(f"svmopt csr: data {data.shape}, indices {indices.shape}, row_ids {row_ids.shape} differ")
+    if v.ndim != 1 or D.shape != (indptr.shape[0] - 1,) or c.shape != () or not data.dtype == v.dtype == D.dtype == c.dtype:
+        raise TypeError(f"svmopt csr hvp: v {v.dtype}{list(v.shape)}, D {D.dtype}{list(D.shape)}, c {c.dtype}"
+                        f"{list(c.shape)} do not fit a {data.dtype} matrix of {indptr.shape[0] - 1} rows")
+    return [jax.core.ShapedArray(v.shape, v.dtype), jax.core.ShapedArray((), v.dtype)]
+
+
+csr_hvp_p.def_impl(lambda *args, **params: _compiled(csr_hvp_p, **params)(*args))
+
+
+def _hvp_lowering_cpu(ctx, *args, impl):
+    dt = ctx.avals_out[0].dtype
+    if _use_ffi(impl, dt):
+        return jax.ffi.ffi_lowering(f"svmopt_csr_hvp_{_FFI_DTYPES[np.dtype(dt)]}")(ctx, *args)
+    return _hvp_lowering_xla(ctx, *args, impl=impl)
+
+
+_hvp_lowering_xla = mlir.lower_fun(_unfused_hvp, multiple_results=True)
+mlir.register_lowering(csr_hvp_p, _hvp_lowering_xla)
+mlir.register_lowering(csr_hvp_p, _hvp_lowering_cpu, platform="cpu")
+
+
+def _hvp_batch(args, dims, *, impl):
+    # a batch of v or D: the two products batch into calls with K columns, reading X once
+    fn = functools.partial(_unfused_hvp, impl=impl)
+    return jax.vmap(fn, in_axes=tuple(dims))(*args), (0, 0)
+
+
+def _hvp_jvp(primals, tangents, *, impl):
+    data, indices, indptr, row_ids, v, D, c = primals
+    f = lambda data, v, D, c: _unfused_hvp(data, indices, indptr, row_ids, v, D, c, impl=impl)  # noqa: E731
+    tans = [ad.instantiate_zeros(t) for t in (tangents[0], *tangents[4:])]
+    out = csr_hvp_p.bind(*primals, impl=impl)
+    _, dout = jax.jvp(f, (data, v, D, c), tuple(tans))
+    return out, dout
+
+
+batching.primitive_batchers[csr_hvp_p] = _hvp_batch
+ad.primitive_jvps[csr_hvp_p] = _hvp_jvp
+
+
+def hvp(data, indices, indptr, row_ids, v, D, c=0.0, impl="auto"):
+    """(X^T (D (X v + c)), sum D (X v + c)) for v (d,), D (n,), a scalar c: on the CPU with the
+    compiled kernels one walk over the rows that skips those with D_i = 0; elsewhere the two
+    products."""
+    dt = jnp.result_type(data, v, D)
+    if not jnp.issubdtype(dt, jnp.inexact):
+        dt = jnp.result_type(dt, jnp.float32)
+    args = [jnp.asarray(a, dt) for a in (data, v, D, c)]
+    return tuple(csr_hvp_p.bind(args[0], indices, indptr, row_ids, *args[1:], impl=impl))

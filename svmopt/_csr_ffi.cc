@@ -2,6 +2,8 @@
 //
 //   svmopt_csr_matvec_{f32,f64}   (data, indices, indptr, row_ids, x)  ->  y = x X^T
 //   svmopt_csr_rmatvec_{f32,f64}  (data, indices, indptr, row_ids, u)  ->  z = u X
+//   svmopt_csr_hvp_{f32,f64}      (data, indices, indptr, row_ids, v, D, c)  ->  (X^T (D (X v + c)),
+//                                 sum D (X v + c)) in one walk over the rows (see hvp_rows)
 //   svmopt_csr_keep_rows          (indptr, indices, keep)  ->  the kept rows first (see KeepRows)
 //
 // X is n x d in CSR (int32 indices/indptr); x is (K, d), y (K, n), u (K, n), z (K, d),
@@ -230,6 +232,41 @@ bool rmatvec(const Csr<T>& A, int64_t k, const T* u, T* z) {
   }
 }
 
+// z = X^T (D (X v + c)) and s = sum_i D_i (x_i . v + c): newton's Hessian product in one walk
+// over the rows, each row's entries read once for both halves (still in cache for the second),
+// and the rows with D_i = 0 skipped whole (LIBLINEAR's index set I). z zeroed by the caller.
+template <typename T>
+bool hvp_rows(const Csr<T>& A, const T* __restrict v, const T* __restrict D, T c, T* __restrict z, T& s) {
+  bool ok = true;
+  T acc = 0;
+  for (int64_t i = 0; i < A.n; ++i) {
+    const T di = D[i];
+    if (di == 0) continue;
+    int32_t p0, p1;
+    if (!A.row(i, p0, p1)) { ok = false; continue; }
+    T a0 = 0, a1 = 0;
+    bool row_ok = true;
+    int32_t p = p0;
+    for (; p + 2 <= p1; p += 2) {
+      uint32_t j0, j1;
+      if (!(A.col(p, j0) & A.col(p + 1, j1))) { row_ok = false; break; }
+      a0 += A.data[p] * v[j0];
+      a1 += A.data[p + 1] * v[j1];
+    }
+    for (; row_ok && p < p1; ++p) {
+      uint32_t j;
+      if (!A.col(p, j)) { row_ok = false; break; }
+      a0 += A.data[p] * v[j];
+    }
+    if (!row_ok) { ok = false; continue; }  // a bad column: the row is left out of both halves
+    const T t = di * ((a0 + a1) + c);
+    acc += t;
+    for (int32_t q = p0; q < p1; ++q) z[uint32_t(A.idx[q])] += t * A.data[q];
+  }
+  s = acc;
+  return ok;
+}
+
 // Operand (K, m_in) and result (K, m_out) against an n x d CSR matrix with nnz entries.
 ffi::Error check(ffi::Span<const int64_t> in, ffi::Span<const int64_t> out, int64_t m_in, int64_t m_out,
                  int64_t nnz, int64_t nidx, int64_t nrid) {
@@ -292,6 +329,43 @@ ffi::Error Rmatvec(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buf
     const T* src = part.get() + (r - 1) * m;
     for (int64_t j = 0; j < m; ++j) out[j] += src[j];
   }
+  if (!ok) return ffi::Error::InvalidArgument(kMalformed);
+  return ffi::Error::Success();
+}
+
+template <ffi::DataType DT>
+ffi::Error Hvp(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
+               ffi::Buffer<ffi::S32> row_ids, ffi::Buffer<DT> v, ffi::Buffer<DT> D, ffi::Buffer<DT> c,
+               ffi::ResultBuffer<DT> z, ffi::ResultBuffer<DT> s, ffi::ThreadPool pool) {
+  using T = ffi::NativeType<DT>;
+  const int64_t n = indptr.element_count() - 1, nnz = data.element_count();
+  const int64_t d = v.element_count();
+  if (int64_t(indices.element_count()) != nnz || int64_t(row_ids.element_count()) != nnz)
+    return ffi::Error::InvalidArgument("svmopt csr: data/indices/row_ids lengths differ");
+  if (int64_t(D.element_count()) != n || int64_t(z->element_count()) != d || c.element_count() != 1 ||
+      s->element_count() != 1)
+    return ffi::Error::InvalidArgument("svmopt csr hvp: operand/result shapes do not match the matrix");
+  const Csr<T> A{data.typed_data(), indices.typed_data(), indptr.typed_data(), n, d, nnz};
+  T* out = z->typed_data();
+  int64_t ranges = ranges_for(pool, nnz);
+  while (ranges > 1 && (ranges - 1) * d * 4 > nnz) --ranges;
+  std::unique_ptr<T[]> part(ranges > 1 ? new T[(ranges - 1) * d]() : nullptr);
+  std::vector<T> sums(ranges, T(0));
+  for (int64_t j = 0; j < d; ++j) out[j] = 0;
+  const std::vector<int64_t> b = row_bounds(A, ranges);
+  const T cc = c.typed_data()[0];
+  std::atomic<bool> ok{true};
+  for_ranges(pool, ranges, [&](int64_t r) {
+    T* dst = r == 0 ? out : part.get() + (r - 1) * d;
+    if (!hvp_rows<T>(rows_of(A, b[r], b[r + 1]), v.typed_data(), D.typed_data() + b[r], cc, dst, sums[r])) ok = false;
+  });
+  T total = sums[0];
+  for (int64_t r = 1; r < ranges; ++r) {
+    const T* src = part.get() + (r - 1) * d;
+    for (int64_t j = 0; j < d; ++j) out[j] += src[j];
+    total += sums[r];
+  }
+  s->typed_data()[0] = total;
   if (!ok) return ffi::Error::InvalidArgument(kMalformed);
   return ffi::Error::Success();
 }
@@ -462,6 +536,22 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f64, Matvec<ffi::F64>, SVMOPT_CS
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f32, Rmatvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f64, Rmatvec<ffi::F64>, SVMOPT_CSR_BINDING(ffi::F64));
 
+#define SVMOPT_CSR_HVP_BINDING(DT)    \
+  ffi::Ffi::Bind()                    \
+      .Arg<ffi::Buffer<DT>>()         \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<ffi::S32>>()   \
+      .Arg<ffi::Buffer<DT>>()         \
+      .Arg<ffi::Buffer<DT>>()         \
+      .Arg<ffi::Buffer<DT>>()         \
+      .Ret<ffi::Buffer<DT>>()         \
+      .Ret<ffi::Buffer<DT>>()         \
+      .Ctx<ffi::ThreadPool>()
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_hvp_f32, Hvp<ffi::F32>, SVMOPT_CSR_HVP_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_hvp_f64, Hvp<ffi::F64>, SVMOPT_CSR_HVP_BINDING(ffi::F64));
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_keep_rows, KeepRows,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -478,4 +568,6 @@ SVMOPT_FFI_MODULE_WITH(_csr_ffi, "svmopt CSR kernels (XLA FFI).", SVMOPT_CSR_BUI
                   SVMOPT_FFI_TARGET(svmopt_csr_matvec_f64),
                   SVMOPT_FFI_TARGET(svmopt_csr_rmatvec_f32),
                   SVMOPT_FFI_TARGET(svmopt_csr_rmatvec_f64),
+                  SVMOPT_FFI_TARGET(svmopt_csr_hvp_f32),
+                  SVMOPT_FFI_TARGET(svmopt_csr_hvp_f64),
                   SVMOPT_FFI_TARGET(svmopt_csr_keep_rows))

@@ -194,6 +194,10 @@ class SparseOperator:
         g, s = f(self.matvec(w), *aux)
         return self.rmatvec(g), jnp.sum(s)
 
+    def hvp(self, v, D, c=0.0):
+        """(X^T (D (X v + c)), sum D (X v + c)): on the CPU one walk over the rows with D_i != 0."""
+        return _csr.hvp(self.data, self.indices, self.indptr, self.row_ids, v, D, c, self.impl)
+
     def row_sq_norms(self):
         return jax.ops.segment_sum(self.data * self.data, self.row_ids, self._shape[0], indices_are_sorted=True)
 
