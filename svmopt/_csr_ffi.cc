@@ -520,33 +520,30 @@ PyObject* build_csr(PyObject*, PyObject* args) {
 #define SVMOPT_CSR_BUILD_METHOD \
   { "build_csr", build_csr, METH_VARARGS, "The operator's CSR arrays in one pass (see svmopt/_csr_ffi.cc)." }
 
-// Operands: data, indices, indptr, row_ids, x (or u); result: y (or z).
-#define SVMOPT_CSR_BINDING(DT)        \
+// The matrix's operands: data, indices, indptr, row_ids.
+#define SVMOPT_CSR_MATRIX(DT)         \
   ffi::Ffi::Bind()                    \
       .Arg<ffi::Buffer<DT>>()         \
       .Arg<ffi::Buffer<ffi::S32>>()   \
       .Arg<ffi::Buffer<ffi::S32>>()   \
-      .Arg<ffi::Buffer<ffi::S32>>()   \
-      .Arg<ffi::Buffer<DT>>()         \
-      .Ret<ffi::Buffer<DT>>()         \
-      .Ctx<ffi::ThreadPool>()
+      .Arg<ffi::Buffer<ffi::S32>>()
+
+// Then x (or u); result: y (or z).
+#define SVMOPT_CSR_BINDING(DT) SVMOPT_CSR_MATRIX(DT).Arg<ffi::Buffer<DT>>().Ret<ffi::Buffer<DT>>().Ctx<ffi::ThreadPool>()
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f32, Matvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_matvec_f64, Matvec<ffi::F64>, SVMOPT_CSR_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f32, Rmatvec<ffi::F32>, SVMOPT_CSR_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_rmatvec_f64, Rmatvec<ffi::F64>, SVMOPT_CSR_BINDING(ffi::F64));
 
-#define SVMOPT_CSR_HVP_BINDING(DT)    \
-  ffi::Ffi::Bind()                    \
-      .Arg<ffi::Buffer<DT>>()         \
-      .Arg<ffi::Buffer<ffi::S32>>()   \
-      .Arg<ffi::Buffer<ffi::S32>>()   \
-      .Arg<ffi::Buffer<ffi::S32>>()   \
-      .Arg<ffi::Buffer<DT>>()         \
-      .Arg<ffi::Buffer<DT>>()         \
-      .Arg<ffi::Buffer<DT>>()         \
-      .Ret<ffi::Buffer<DT>>()         \
-      .Ret<ffi::Buffer<DT>>()         \
+// Then v, D, c; results: X^T (D (X v + c)), its sum.
+#define SVMOPT_CSR_HVP_BINDING(DT)                                                                 \
+  SVMOPT_CSR_MATRIX(DT)                                                                            \
+      .Arg<ffi::Buffer<DT>>()                                                                      \
+      .Arg<ffi::Buffer<DT>>()                                                                      \
+      .Arg<ffi::Buffer<DT>>()                                                                      \
+      .Ret<ffi::Buffer<DT>>()                                                                      \
+      .Ret<ffi::Buffer<DT>>()                                                                      \
       .Ctx<ffi::ThreadPool>()
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csr_hvp_f32, Hvp<ffi::F32>, SVMOPT_CSR_HVP_BINDING(ffi::F32));
