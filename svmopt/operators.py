@@ -241,29 +241,34 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
     build = _compiled_build()
     if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
         A = _canonical(A)
-    for attempt in range(2):
-        nnz = A.nnz + (n if bias is not None else 0)
-        nnz_out = max(nnz, int(nnz_to or 0))
-        if nnz_out >= 2**31:
-            raise ValueError(f"X has {nnz_out} stored entries; the sparse operator indexes them with int32 "
-                             "(< 2**31)")
-        if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
-            return _numpy_arrays(A, n, dt, nnz_out, m, bias)  # (A canonical above)
-        out = (_aligned(nnz_out, dt), _aligned(nnz_out, np.int32), _aligned(nnz_out, np.int32),
-               _aligned(n + 1, np.int32))
-        if A.indices.dtype != np.int32 and A.nnz and not 0 <= A.indices.min() <= A.indices.max() < A.shape[1]:
-            break  # (the int32 copy below would wrap an index out of range into one in range)
-        data = A.data if A.data.dtype in (np.float32, np.float64) else A.data.astype(np.float64)
-        code = build(np.ascontiguousarray(A.indptr, np.int64), np.ascontiguousarray(A.indices, np.int32),
-                     np.ascontiguousarray(data), data.dtype == np.float64, out[0], dt == np.float64, out[1], out[2],
-                     out[3], A.shape[1], 0.0 if bias is None else float(bias), bias is not None, m, nnz_out - nnz)
-        if code == 0:
-            return out
-        if code != 1 or attempt:
-            break
-        A = _canonical(A)  # unsorted columns or duplicates: sum and sort a copy, then again
+        return _numpy_arrays(A, n, dt, _stored(A, n, bias, nnz_to)[1], m, bias)
+    # (the int32 copy below would wrap an int64 index out of range into one in range)
+    if A.indices.dtype == np.int32 or not A.nnz or 0 <= A.indices.min() <= A.indices.max() < A.shape[1]:
+        for attempt in range(2):
+            nnz, nnz_out = _stored(A, n, bias, nnz_to)
+            out = (_aligned(nnz_out, dt), _aligned(nnz_out, np.int32), _aligned(nnz_out, np.int32),
+                   _aligned(n + 1, np.int32))
+            data = A.data if A.data.dtype in (np.float32, np.float64) else A.data.astype(np.float64)
+            code = build(np.ascontiguousarray(A.indptr, np.int64), np.ascontiguousarray(A.indices, np.int32),
+                         np.ascontiguousarray(data), data.dtype == np.float64, out[0], dt == np.float64, out[1],
+                         out[2], out[3], A.shape[1], 0.0 if bias is None else float(bias), bias is not None, m,
+                         nnz_out - nnz)
+            if code == 0:
+                return out
+            if code != 1 or attempt:
+                break
+            A = _canonical(A)  # unsorted columns or duplicates: sum and sort a copy, then again
     raise ValueError("X is a malformed CSR matrix (a column index outside [0, n_features), or indptr "
                      "decreasing or outside the stored entries)")
+
+
+def _stored(A, n, bias, nnz_to):
+    """(entries of A and the bias feature, entries to store): the bucket's count when larger."""
+    nnz = A.nnz + (n if bias is not None else 0)
+    nnz_out = max(nnz, int(nnz_to or 0))
+    if nnz_out >= 2**31:
+        raise ValueError(f"X has {nnz_out} stored entries; the sparse operator indexes them with int32 (< 2**31)")
+    return nnz, nnz_out
 
 
 def _aligned(size, dtype, align=64):
