@@ -24,8 +24,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -429,12 +431,14 @@ ffi::Error KeepRows(ffi::Buffer<ffi::S32> indptr, ffi::Buffer<ffi::S32> indices,
 // That is what scipy's vstack, a column append and a copy did in three passes (9 ms on a9a).
 // Returns 0, or without finishing: 1 when a row's columns are not strictly increasing (unsorted
 // or duplicated: the caller canonicalises and calls again), 2 when a column is outside [0, d) or
-// indptr is malformed, 3 when the output sizes do not fit.
+// indptr is malformed, 3 when the output sizes do not fit, 4 at a value that is NaN, infinite or
+// beyond the output type's range (the caller names its row: this replaces a separate pass).
 template <typename TI, typename TO>
 int build(const int64_t* ip, int64_t n, const int32_t* ix, int64_t nnz_in, const TI* x, TO* od, int32_t* oi,
           int32_t* orow, int32_t* op, int64_t n_out, int64_t nnz_out, int64_t d, double bias, bool has_bias,
           int64_t m, int64_t E) {
   const int64_t first_pad = n_out - m;
+  const double limit = static_cast<double>(std::numeric_limits<TO>::max());
   int64_t p = 0;
   op[0] = 0;
   for (int64_t r = 0; r < n_out; ++r) {
@@ -458,6 +462,7 @@ int build(const int64_t* ip, int64_t n, const int32_t* ix, int64_t nnz_in, const
         if (c < 0 || c >= d) return 2;
         if (c <= prev) return 1;
         prev = c;
+        if (!(std::fabs(static_cast<double>(x[q])) <= limit)) return 4;  // (NaN fails every comparison)
         od[p] = static_cast<TO>(x[q]);
         oi[p] = c;
         orow[p] = row;

@@ -151,7 +151,8 @@ class SparseOperator:
     @classmethod
     def from_scipy(cls, A, dtype, impl: str = "auto", nnz_to: int | None = None, pad_rows: int = 1,
                    bias: float | None = None, rows: int | None = None):
-        """CSR arrays of ``A``, on the device. ``rows``: that many rows (>= A's), the extra ones
+        """CSR arrays of ``A``, on the device (refusing a value NaN, infinite or beyond ``dtype``,
+        named by its row, as ``solve`` does for dense X). ``rows``: that many rows (>= A's), the extra ones
         empty. ``bias``: a last column of that value in every row (LIBLINEAR's -B). ``nnz_to``:
         store that many entries, the extra ones explicit zeros (column 0) at the start of the last
         ``pad_rows`` rows, so that matrices whose nnz fall in one bucket share array shapes (and
@@ -240,6 +241,7 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
     m = int(min(max(pad_rows, 1), n)) if n > 0 else 0
     build = _compiled_build()
     if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
+        _refuse_nonfinite(A, dt)
         A = _canonical(A)
         return _numpy_arrays(A, n, dt, _stored(A, n, bias, nnz_to)[1], m, bias)
     # (the int32 copy below would wrap an int64 index out of range into one in range)
@@ -255,11 +257,20 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
                          nnz_out - nnz)
             if code == 0:
                 return out
+            if code == 4:  # a value NaN, infinite or beyond dt: the same error as a dense X's, naming the row
+                _refuse_nonfinite(A, dt)
             if code != 1 or attempt:
                 break
             A = _canonical(A)  # unsorted columns or duplicates: sum and sort a copy, then again
     raise ValueError("X is a malformed CSR matrix (a column index outside [0, n_features), or indptr "
                      "decreasing or outside the stored entries)")
+
+
+def _refuse_nonfinite(A, dt):
+    """``solve.check_finite_X`` on a sparse A (the compiled build checks in its pass instead)."""
+    from .solve import check_finite_X
+
+    check_finite_X(A, dt)
 
 
 def _stored(A, n, bias, nnz_to):
@@ -350,6 +361,7 @@ def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "a
         if X.nnz >= AUTO_DENSE_MIN_DENSITY * n * d and n * d * itemsize <= AUTO_DENSE_MAX_BYTES:
             layout = "dense"
     if sp.issparse(X) and layout == "dense":
+        _refuse_nonfinite(X, np.dtype(jax.dtypes.canonicalize_dtype(dtype or jnp.float32)))
         X = X.toarray()
     if sp.issparse(X):
         nnz = X.nnz + ((rows or X.shape[0]) if bias_scale is not None else 0)

@@ -108,6 +108,10 @@ def check_labels(y, n: int, what: str = "a binary SVM"):
         missing = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and not math.isfinite(v))]
         if missing:
             raise ValueError(f"y contains a missing label (None or NaN) at index {missing[0]}")
+    if np.issubdtype(y.dtype, np.number) and y.size:  # two numeric labels: no sort (a9a: 0.25 -> 0.05 ms)
+        lo, hi = y.min(), y.max()
+        if lo != hi and np.all((y == lo) | (y == hi)):
+            return y, np.array([lo, hi], dtype=y.dtype)
     try:
         classes = np.unique(y)
     except TypeError as exc:
@@ -230,7 +234,8 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
     n = X.shape[0]
     if n == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape})")
-    check_finite_X(X, dt)
+    if not sp.issparse(X):  # (sparse X: as_operator checks, the compiled build in its one pass)
+        check_finite_X(X, dt)
     y_pm, classes = encode_labels(y, n)
     C_arr = check_C(C, dt)
     s = check_weights(sample_weight, n)
@@ -265,6 +270,9 @@ def build_problem(op, y_pm, s, C, loss, reg, fit_intercept, dt):
     if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
         kappa = op.row_inf_norms()
         loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
+    parts = (y_pm, s, C)
+    if not any(isinstance(x, (jax.Array, jax.core.Tracer)) for x in parts):  # host data: one transfer
+        y_pm, s, C = jax.device_put([np.asarray(x, dtype=dt) for x in parts])
     return Problem(op=op, y=_to_device(y_pm, dt), s=_to_device(s, dt), C=_to_device(C, dt),
                    loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
 

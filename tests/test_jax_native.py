@@ -206,6 +206,24 @@ def test_hinge_grad_where_the_active_set_is_stable(heart):
 
 
 # ---------------------------------------------------------------------------------- no recompiles
+def test_canonical_methods_are_reused_only_when_equal():
+    """A method's runtime numbers go to the device once per distinct setting (``Method.canonical``
+    keeps recent ones): equal settings share the arrays; 3 (an int: int32) and 3.0 (a float) do
+    not; a number given as an array, and any call inside a trace, are converted afresh (a kept
+    tracer would leak out of the trace)."""
+    a = alm(rho=1.5, cg_iters=3).canonical(jnp.float32)
+    assert alm(rho=1.5, cg_iters=3).canonical(jnp.float32) is a
+    assert alm(rho=1.5, cg_iters=3).canonical(jnp.float32).rho is a.rho
+    b = alm(rho=1.5, cg_iters=3.0).canonical(jnp.float32)
+    assert b is not a and a.cg_iters.dtype == jnp.int32 and b.cg_iters.dtype == jnp.float32
+    assert alm(rho=1.6, cg_iters=3).canonical(jnp.float32).rho == np.float32(1.6)
+    arr = alm(rho=np.array(1.5), cg_iters=3)
+    assert arr.canonical(jnp.float32) is not arr.canonical(jnp.float32)
+    inside = jax.jit(lambda r: alm(rho=1.25, cg_iters=3).canonical(jnp.float32).rho * r)(2.0)
+    after = alm(rho=1.25, cg_iters=3).canonical(jnp.float32)
+    assert float(inside) == 2.5 and not isinstance(after.rho, jax.core.Tracer) and float(after.rho) == 1.25
+
+
 def test_runtime_numbers_do_not_recompile(heart):
     X, y = heart
     svmopt.solve(X, y, tol=1e-3, dtype=F64)

@@ -153,6 +153,38 @@ def test_sparse_operator_build_refuses_a_malformed_matrix():
         SparseOperator.from_scipy(A, jnp.float32)
 
 
+@pytest.mark.parametrize("bad", [np.nan, -np.inf, 1e39])
+@pytest.mark.parametrize("unsorted", [False, True])
+def test_sparse_operator_build_refuses_nonfinite_values(bad, unsorted, monkeypatch):
+    """The sparse build checks the values in its own pass (solve no longer makes one before it):
+    NaN, inf and, for float32, a float64 value beyond its range are refused with solve's message
+    naming the first such row, compiled and in numpy, also on the canonicalising retry; 1e39 is
+    kept in float64. Through solve on a sparse layout the same error comes out."""
+    import svmopt.operators as ops
+
+    A = sp.random(200, 30, density=0.2, format="csr", random_state=5, dtype=np.float64)
+    A.data[A.indptr[123] + 1] = bad
+    A.data[A.indptr[150]] = bad
+    if unsorted:  # row 40's columns reversed: the compiled build's first pass stops there and retries
+        s, e = A.indptr[40], A.indptr[41]
+        A.indices[s:e], A.data[s:e] = A.indices[s:e][::-1].copy(), A.data[s:e][::-1].copy()
+        A.has_sorted_indices = False
+    what = "beyond the range of float32" if bad == 1e39 else "NaN or inf"
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(ops, "_compiled_build", lambda: None)
+        elif ops._compiled_build() is None:
+            continue
+        with pytest.raises(ValueError, match=rf"{what} .*first at row 123\)"):
+            SparseOperator.from_scipy(A, np.float32, bias=1.0, rows=256)
+        if bad == 1e39 and jax.config.jax_enable_x64:
+            op = SparseOperator.from_scipy(A, np.float64, bias=1.0, rows=256)
+            assert np.asarray(op.data).max() == 1e39
+        y = np.where(np.arange(200) % 2, 1.0, -1.0)
+        with pytest.raises(ValueError, match=rf"{what} .*first at row 123\)"):
+            svmopt.solve(A, y, layout="sparse", max_iter=2)
+
+
 # ---- the CSR products (svmopt._csr): custom call on CPU when built, pure XLA otherwise ----
 # scipy is the reference; "xla" is always tested, the compiled kernel when this checkout has it.
 IMPLS = ["xla", pytest.param("ffi", marks=pytest.mark.skipif(

@@ -22,6 +22,7 @@ The loop protocol (run by ``svmopt.driver``, which solvers never import):
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -157,12 +158,24 @@ class Method:
         dyn = self.dynamic_fields()
         if not dyn:
             return self
+        key = _canonical_key(self, dyn, dtype)
+        hit = _CANONICAL.get(key) if key is not None else None
+        if hit is not None:
+            _CANONICAL.move_to_end(key)
+            return hit
         fields = {k: jax.tree_util.tree_map(conv, getattr(self, k)) for k in dyn}
         if host:  # one transfer for all of them (a device_put each cost ~0.25 ms a solve)
             moved = jax.device_put(host)
+            if any(isinstance(m, jax.core.Tracer) for m in moved):  # inside a trace: nothing to keep
+                key = None
             fields = {k: jax.tree_util.tree_map(lambda v: moved[v.i] if isinstance(v, _Slot) else v, f)
                       for k, f in fields.items()}
-        return dataclasses.replace(self, **fields)
+        out = dataclasses.replace(self, **fields)
+        if key is not None:
+            _CANONICAL[key] = out
+            while len(_CANONICAL) > _CANONICAL_SIZE:
+                _CANONICAL.popitem(last=False)
+        return out
 
     # -- the protocol (defaults)
     def validate(self, pb) -> None:
@@ -219,6 +232,31 @@ def _hashable(v):
     if isinstance(v, (list, np.ndarray)):
         return tuple(np.ravel(v).tolist())
     return v
+
+
+_CANONICAL: "OrderedDict" = OrderedDict()
+_CANONICAL_SIZE = 64
+"""Canonical forms of recently used methods whose runtime numbers are all Python / numpy scalars:
+the same settings again reuse the device arrays (their transfer cost ~0.5 ms a solve). The arrays
+are never donated or written, so sharing them between calls is safe."""
+
+
+def _canonical_key(method, dyn, dtype):
+    """A key for ``_CANONICAL``, or None when a runtime number is an array (or a tracer) or a
+    static field is unhashable. Each number's type is part of it (1, 1.0 and True convert differently)."""
+    parts = []
+    for k in dyn:
+        leaves = jax.tree_util.tree_leaves(getattr(method, k))
+        if not all(isinstance(v, (bool, int, float, np.generic)) for v in leaves):
+            return None
+        parts.append((k, tuple((type(v).__name__, v) for v in leaves)))
+    try:
+        static = tuple((k, getattr(method, k)) for k in method.static_fields())
+        key = (type(method), np.dtype(dtype).name, bool(jax.config.jax_enable_x64), static, tuple(parts))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 class _Slot:
