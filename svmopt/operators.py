@@ -241,7 +241,7 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
     m = int(min(max(pad_rows, 1), n)) if n > 0 else 0
     build = _compiled_build()
     if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
-        _refuse_nonfinite(A, dt)
+        _check_finite(A, dt)
         A = _canonical(A)
         return _numpy_arrays(A, n, dt, _stored(A, n, bias, nnz_to)[1], m, bias)
     # (the int32 copy below would wrap an int64 index out of range into one in range)
@@ -266,11 +266,36 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
                      "decreasing or outside the stored entries)")
 
 
-def _refuse_nonfinite(A, dt):
-    """``solve.check_finite_X`` on a sparse A (the compiled build checks in its pass instead)."""
+def _dense_host(X, dtype, bias, rows):
+    """X (numpy or scipy.sparse) as one (rows, d [+ 1]) host array of ``dtype``: the rows past X's
+    zero, the bias column last, 64-byte aligned so that the transfer takes it without a copy (the
+    device-side cast, row padding and column append cost ijcnn1 about 4 ms a call, and a compile per
+    shape in a new process). A value NaN, infinite or beyond ``dtype`` is refused, naming its row."""
+    dt = np.dtype(jax.dtypes.canonicalize_dtype(dtype or jnp.float32))
+    n0, d0 = X.shape
+    rows = n0 if rows is None else max(int(rows), n0)
+    d1 = d0 + (bias is not None)
+    A = _aligned(rows * d1, dt).reshape(rows, d1)
+    A[:n0, :d0] = X.toarray() if sp.issparse(X) else X
+    A[n0:, :d0] = 0
+    if bias is not None:
+        A[:, d0] = bias
+    if not np.isfinite(A).all():  # NaN, inf, or a value the cast to dt overflowed
+        _refuse_nonfinite(X, dt)
+    return A
+
+
+def _check_finite(A, dt):
+    """``solve.check_finite_X``: a value NaN, infinite or beyond ``dt`` raises, naming its row."""
     from .solve import check_finite_X
 
     check_finite_X(A, dt)
+
+
+def _refuse_nonfinite(A, dt):
+    """A build found such a value in A: ``solve.check_finite_X``'s error, which names the row."""
+    _check_finite(A, dt)
+    raise ValueError(f"X holds a value that {np.dtype(dt).name} cannot represent")  # (not reached)
 
 
 def _stored(A, n, bias, nnz_to):
@@ -360,16 +385,15 @@ def as_operator(X, dtype=None, bias_scale: float | None = None, layout: str = "a
         itemsize = jnp.dtype(dtype or jnp.float32).itemsize
         if X.nnz >= AUTO_DENSE_MIN_DENSITY * n * d and n * d * itemsize <= AUTO_DENSE_MAX_BYTES:
             layout = "dense"
-    if sp.issparse(X) and layout == "dense":
-        _refuse_nonfinite(X, np.dtype(jax.dtypes.canonicalize_dtype(dtype or jnp.float32)))
-        X = X.toarray()
-    if sp.issparse(X):
+    if sp.issparse(X) and layout != "dense":
         nnz = X.nnz + ((rows or X.shape[0]) if bias_scale is not None else 0)
         nnz_to = None if nnz_bucket is None else int(nnz_bucket(nnz))
         return SparseOperator.from_scipy(X, dtype or jnp.float32, nnz_to=nnz_to, pad_rows=pad_rows,
                                          bias=bias_scale, rows=rows)
-    if rows is not None and rows > X.shape[0]:  # (a sparse X made dense above)
-        X = np.concatenate([np.asarray(X), np.zeros((rows - X.shape[0], X.shape[1]), X.dtype)])
+    if not isinstance(X, (jax.Array, jax.core.Tracer)):  # host data: built and checked on the host
+        return DenseOperator(jax.device_put(_dense_host(X, dtype, bias_scale, rows)))
+    if rows is not None and rows > X.shape[0]:
+        X = jnp.concatenate([X, jnp.zeros((rows - X.shape[0], X.shape[1]), X.dtype)])
     A = jnp.asarray(X, dtype=dtype)
     if bias_scale is not None:
         A = jnp.concatenate([A, jnp.full((A.shape[0], 1), bias_scale, A.dtype)], axis=1)

@@ -188,21 +188,15 @@ def bucket_rows(n: int) -> int:
 
 
 def _pad(X, y, s, n_pad):
-    """Append zero rows (label +1, weight 0) to a dense X, y and s; a sparse X gets them from
-    ``as_operator(rows=n_pad)``, whose ``nnz_bucket`` keeps its number of stored entries on a
-    bucket too (explicit zeros in these rows)."""
+    """The padding rows' labels (+1) and weights (0) appended to y and s. X's zero rows come from
+    ``as_operator(rows=n_pad)`` (a sparse X's ``nnz_bucket`` keeps its number of stored entries on
+    a bucket too: explicit zeros in these rows)."""
     n = X.shape[0]
     if n_pad == n:
         return X, y, s
     extra = n_pad - n
     y = np.concatenate([y, np.ones(extra)])
     s = np.concatenate([s, np.zeros(extra)])
-    if sp.issparse(X):
-        pass  # as_operator(rows=n_pad) builds the empty rows in the same pass as the rest
-    elif isinstance(X, jax.Array):
-        X = jnp.concatenate([X, jnp.zeros((extra, X.shape[1]), X.dtype)])
-    else:
-        X = np.concatenate([X, np.zeros((extra, X.shape[1]), X.dtype)])
     return X, y, s
 
 
@@ -234,7 +228,7 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
     n = X.shape[0]
     if n == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape})")
-    if not sp.issparse(X):  # (sparse X: as_operator checks, the compiled build in its one pass)
+    if isinstance(X, jax.Array):  # (host X: as_operator checks while it builds the operator)
         check_finite_X(X, dt)
     y_pm, classes = encode_labels(y, n)
     C_arr = check_C(C, dt)
@@ -252,8 +246,7 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
         rows = bucket_rows(n)
         X, y_pm, s = _pad(X, y_pm, s, rows)
     op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
-                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=rows - n,
-                     rows=rows if sp.issparse(X) else None)
+                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=rows - n, rows=rows)
     pb = build_problem(op, y_pm, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, classes, C_arr
 
