@@ -46,7 +46,8 @@ def recompiles():
         first = svmopt.solve(X, y, tol=1e-3)
         rows.append(("first call (compiles)", first.timings["compile"], first.timings["run"]))
         for label, kw in [("tol 1e-3 -> 1e-4", dict(tol=1e-4)), ("max_iter 5000 -> 300", dict(max_iter=300)),
-                          ("C 1 -> 0.3", dict(C=0.3)), ("mu0, rho", dict(method=alm(mu0=2.0, rho=1.01))),
+                          ("C 1 -> 0.3", dict(C=0.3)), ("plain alm first call (auto runs alm with other structure)", dict(method=alm)),
+                          ("alm mu0, rho", dict(method=alm(mu0=2.0, rho=1.01))),
                           ("init=previous result", dict(init=first)), ("init=(w, b)", dict(init=(first.w, first.b))),
                           ("4990 rows (same bucket)", dict(_rows=4990))]:
             n = kw.pop("_rows", None)
