@@ -153,6 +153,30 @@ def test_sparse_operator_build_refuses_a_malformed_matrix():
         SparseOperator.from_scipy(A, jnp.float32)
 
 
+@pytest.mark.parametrize("source", ["numpy", "numpy-F", "int", "csr"])
+def test_dense_operator_from_host_matches_numpy(source):
+    """A host X becomes the dense operator in one host pass (cast, zero rows, bias column): equal
+    to numpy's own stacking whatever the source's dtype or memory order; a jax array takes the
+    device path to the same operator."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(37, 6))
+    if source == "int":
+        X = rng.integers(-5, 6, size=(37, 6))
+    want = np.zeros((45, 7), np.float32)
+    want[:37, :6], want[:, 6] = X, 2.5
+    src = {"numpy": X, "numpy-F": np.asfortranarray(X), "int": X, "csr": sp.csr_matrix(X)}[source]
+    op = as_operator(src, jnp.float32, bias_scale=2.5, layout="dense", rows=45)
+    assert isinstance(op, DenseOperator) and op.X.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(op.X), want)
+    dev = as_operator(jnp.asarray(X, jnp.float32), jnp.float32, bias_scale=2.5, rows=45)
+    np.testing.assert_array_equal(np.asarray(dev.X), want)
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at row 30\)"):
+        bad = np.array(X, np.float64)
+        bad[30, 4] = np.inf
+        as_operator(sp.csr_matrix(bad) if source == "csr" else bad, jnp.float32, bias_scale=2.5, layout="dense",
+                    rows=45)
+
+
 @pytest.mark.parametrize("bad", [np.nan, -np.inf, 1e39])
 @pytest.mark.parametrize("unsorted", [False, True])
 def test_sparse_operator_build_refuses_nonfinite_values(bad, unsorted, monkeypatch):
