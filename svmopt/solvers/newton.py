@@ -61,7 +61,7 @@ from jax import lax
 from .. import _csr
 from .._csr import ffi_available
 from ..losses import MissingCapability
-from ..operators import SparseOperator
+from ..operators import DenseOperator, SparseOperator
 from ..problem import Problem, _dual_box, dual_objective, primal_objective, project_dual
 from ..result import Status
 from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, probe, require, start_or, stall_update, \
@@ -266,9 +266,7 @@ class Newton(Method):
 
             if self.precondition:
                 a = self.pre_mix
-                # X o X: the same operator with every stored value squared (dense or CSR alike)
-                sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
-                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + sq.rmatvec(Dh)
+                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + _sq_rmatvec(op, Dh)
                 mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
                 mw = jnp.where(mw > 0, mw, 1.0)
                 mb = jnp.where(mb > 0, mb, 1.0)
@@ -394,6 +392,17 @@ def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
     c = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), zero, g0, one, g1, one, g1, h1, one, jnp.abs(g1)))
     t = jnp.where(g1 <= 0, one, c[8])
     return jnp.where(jnp.isfinite(t) & (t > 0), t, one)
+
+
+def _sq_rmatvec(op, D):
+    """(X o X)^T D, the preconditioner's pass. Dense X: one contraction that never forms X o X
+    (200k x 55 on the CPU: 4.4 against 30 ms float32, 6.9 against 60 ms float64, where the square
+    was written out and read back each Newton step); otherwise the same operator with every stored
+    value squared (CSR: the squares of its nonzeros, then its own product)."""
+    if isinstance(op, DenseOperator):
+        return jnp.einsum("ij,ij,i->j", op.X, op.X, D)
+    sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
+    return sq.rmatvec(D)
 
 
 def _second(loss, m):
