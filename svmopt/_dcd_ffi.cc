@@ -5,13 +5,15 @@
 //
 //   min_alpha 1/2 alpha^T (Q + D) alpha - e^T alpha,  lo_i <= alpha_i <= hi_i,  Q_ij = z_i.z_j, z_i = y_i x_i
 //
-// with w = sum_i alpha_i z_i kept up to date. svmopt/solvers/dual_cd.py calls it once per pass (one
+// with w = sum_i alpha_i z_i kept up to date. The rows x_i and labels y_i come apart (z_i is formed on
+// the fly: G = y_i x_i.w - 1 + D_ii alpha_i, w += (delta y_i) x_i), so a solve passes the operator's own
+// arrays and holds no second, label-scaled copy of X. svmopt/solvers/dual_cd.py calls it once per pass (one
 // driver step); the pure-XLA serial pass there is the reference it must match in distribution.
 //
 //   svmopt_dcd_pass_{f32,f64}
 //     operands  w (d), alpha (n), coef (n, 4) = [D_ii, lo_i, hi_i, 1/Qbar_ii] per row,
-//               vals, cols, ptr: the rows z_i, either CSR (vals (nnz), cols (nnz), ptr (n + 1)) or
-//               dense (vals (n, d), cols and ptr empty), active (n) bool, bounds (2) = [Mbar, mbar]
+//               vals, cols, ptr: the rows x_i, either CSR (vals (nnz), cols (nnz), ptr (n + 1)) or
+//               dense (vals (n, d), cols and ptr empty), y (n) the labels, active (n) bool, bounds (2) = [Mbar, mbar]
 //               (eq. 16; +-inf: no shrinking), seed (2) uint32 (the pass's random order)
 //     results   w' (d), alpha' (n), kept (n) bool (visited and not shrunk), extremes (2) = [M, m],
 //               the largest and smallest projected gradient over the kept coordinates
@@ -111,8 +113,9 @@ struct Rows {
 // The sweep is a function of raw pointers kept apart from the FFI entry (noinline): inlined
 // there, GCC 12 vectorized none of its loops.
 template <typename T, bool kDense>
-__attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const int32_t* __restrict order, size_t A, const T* __restrict cf,
-           T* __restrict w, T* __restrict alpha, bool* __restrict kept, T Mbar, T mbar, T* ext) {
+__attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restrict Y, const int32_t* __restrict order,
+                                     size_t A, const T* __restrict cf, T* __restrict w, T* __restrict alpha,
+                                     bool* __restrict kept, T Mbar, T mbar, T* ext) {
   constexpr size_t kFar = 16, kNear = 8;
   constexpr int64_t kLine = 64, kLines = 16;
   const int64_t d = z.d;
@@ -124,6 +127,7 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const int32_t* __r
       const int64_t f = order[k + kFar];
       __builtin_prefetch(cf + 4 * f);
       __builtin_prefetch(alpha + f);
+      __builtin_prefetch(Y + f);
       if constexpr (!kDense) __builtin_prefetch(P + f);
     }
     if (k + kNear < A) {
@@ -147,8 +151,8 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const int32_t* __r
     const int32_t i = order[k];
     const T* c = cf + 4 * int64_t(i);
     const T Dii = c[0], lo = c[1], hi = c[2], invq = c[3];
-    const T a = alpha[i];
-    const T G = z.dot(i, w) - T(1) + Dii * a;  // eq. 12
+    const T a = alpha[i], yi = Y[i];
+    const T G = yi * z.dot(i, w) - T(1) + Dii * a;  // eq. 12
     const bool at_lo = a <= lo, at_hi = a >= hi;
     if ((at_lo && G > Mbar) || (at_hi && G < mbar)) continue;  // eq. 16: shrunk (stays at its bound)
     T pg = at_lo ? std::min(G, T(0)) : at_hi ? std::max(G, T(0)) : G;  // eq. 8
@@ -158,7 +162,7 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const int32_t* __r
     kept[i] = true;
     const T a_new = std::min(std::max(a - G * invq, lo), hi);  // eq. 9
     if (a_new != a) {
-      z.axpy(i, a_new - a, w);  // eq. 13
+      z.axpy(i, (a_new - a) * yi, w);  // eq. 13
       alpha[i] = a_new;
     }
   }
@@ -168,7 +172,8 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const int32_t* __r
 
 template <ffi::DataType DT>
 ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> coef, ffi::Buffer<DT> vals,
-                ffi::Buffer<ffi::S32> cols, ffi::Buffer<ffi::S32> ptr, ffi::Buffer<ffi::PRED> active,
+                ffi::Buffer<ffi::S32> cols, ffi::Buffer<ffi::S32> ptr, ffi::Buffer<DT> labels,
+                ffi::Buffer<ffi::PRED> active,
                 ffi::Buffer<DT> bounds, ffi::Buffer<ffi::U32> seed, ffi::ResultBuffer<DT> w_out,
                 ffi::ResultBuffer<DT> alpha_out, ffi::ResultBuffer<ffi::PRED> kept_out,
                 ffi::ResultBuffer<DT> extremes) {
@@ -177,7 +182,7 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
   auto rcount = [](auto& b) { return int64_t(b->element_count()); };
   const int64_t d = count(w_in), n = count(alpha_in), nnz = count(vals);
   const bool sparse = count(ptr) > 0;
-  if (count(coef) != 4 * n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
+  if (count(coef) != 4 * n || count(labels) != n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
       rcount(w_out) != d || rcount(alpha_out) != n || rcount(kept_out) != n || rcount(extremes) != 2)
     return ffi::Error::InvalidArgument("svmopt dcd: operand shapes do not match");
   if (sparse ? (count(ptr) != n + 1 || count(cols) != nnz) : (nnz != n * d))
@@ -210,10 +215,11 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
 
   T* ext = extremes->typed_data();
   if (sparse)
-    Sweep<T, false>({vals.typed_data(), C, P, d}, order.data(), order.size(), cf, w, alpha, kept, Mbar, mbar, ext);
+    Sweep<T, false>({vals.typed_data(), C, P, d}, labels.typed_data(), order.data(), order.size(), cf, w, alpha,
+                    kept, Mbar, mbar, ext);
   else
-    Sweep<T, true>({vals.typed_data(), nullptr, nullptr, d}, order.data(), order.size(), cf, w, alpha, kept, Mbar,
-                   mbar, ext);
+    Sweep<T, true>({vals.typed_data(), nullptr, nullptr, d}, labels.typed_data(), order.data(), order.size(), cf,
+                   w, alpha, kept, Mbar, mbar, ext);
   return ffi::Error::Success();
 }
 
@@ -227,6 +233,7 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
       .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<ffi::S32>>()    \
       .Arg<ffi::Buffer<ffi::S32>>()    \
+      .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<ffi::PRED>>()   \
       .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<ffi::U32>>()    \

@@ -161,7 +161,7 @@ def test_batched_C_runs_lane_by_lane():
 def test_malformed_row_pointers_are_an_error():
     w, a = jnp.zeros(2), jnp.zeros(2)
     coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0]] * 2)
-    rows = dict(vals=jnp.ones(2), cols=jnp.zeros(2, jnp.int32), ptr=jnp.asarray([0, 2, 1], jnp.int32))
+    rows = dict(vals=jnp.ones(2), cols=jnp.zeros(2, jnp.int32), ptr=jnp.asarray([0, 2, 1], jnp.int32), y=jnp.ones(2))
     with pytest.raises(Exception, match="malformed CSR row pointers"):
         jax.block_until_ready(jax.jit(_dcd.pass_)(w, a, coef, rows, jnp.ones(2, bool), jnp.asarray(np.inf),
                                                   jnp.asarray(-np.inf), jnp.zeros(2, jnp.uint32)))
