@@ -98,6 +98,22 @@ from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive,
 __all__ = ["DualCD", "dual_cd"]
 
 
+def box_table(pb: Problem):
+    """(n, 4) per row [D_ii, L_i, U_i, 1/Qbar_ii]: the dual's diagonal, box and inverse curvature
+    (eq. 4, 9), what a coordinate step reads. A zero-weight row is fixed at 0."""
+    dt, n = pb.dtype, pb.n
+    lower, upper, quad = pb.loss.box_diagonal()
+    cs = pb.cs
+    live = cs > 0
+    lo = jnp.where(live, -jnp.inf if lower == -np.inf else lower * cs, 0.0)
+    hi = jnp.where(live, jnp.inf if upper == np.inf else upper * cs, 0.0)
+    D = jnp.where(live, 2.0 * quad / jnp.where(live, cs, 1.0), 0.0) * jnp.ones((n,), dt)
+    qbar = pb.op.row_sq_norms() + D
+    # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
+    invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
+    return jnp.stack([D, lo, hi, invq], axis=1).astype(dt)
+
+
 class DCDState(NamedTuple):
     w: Any
     alpha: Any
@@ -239,16 +255,10 @@ class DualCD(Method):
         if _sharded(pb):
             return _sharded_init(self, pb, start)
         dt, n, d = pb.dtype, pb.n, pb.d
-        lower, upper, quad = pb.loss.box_diagonal()
         cs = pb.cs
         live = cs > 0  # a zero-weight sample keeps alpha_i = 0
-        lo = jnp.where(live, -jnp.inf if lower == -np.inf else lower * cs, 0.0)
-        hi = jnp.where(live, jnp.inf if upper == np.inf else upper * cs, 0.0)
-        D = jnp.where(live, 2.0 * quad / jnp.where(live, cs, 1.0), 0.0) * jnp.ones((n,), dt)
-        qbar = pb.op.row_sq_norms() + D
-        # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
-        invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
-        coef = jnp.stack([D, lo, hi, invq], axis=1).astype(dt)
+        coef = box_table(pb)
+        lo, hi = coef[:, 1], coef[:, 2]
         if self.native(pb):  # the compiled pass reads the rows as they are (no padding)
             rows = dict(cols=None, tail=None, long=jnp.zeros((n,), bool), rows=_dcd.rows(pb.op, pb.y))
             table = coef
