@@ -119,7 +119,8 @@ def loop_ops(X, y, loss, method):
     """HLO ops of the serial coordinate loop (body + condition): the while loop whose body updates
     the per-pass output in place (dynamic-update-slice) and contains no sort."""
     pb, _, _ = prepare(X, y, loss=LOSSES[loss][0], reg=svmopt.regularizers.l2, fit_intercept=False, dtype=DTYPE)
-    st = jax.jit(method.init)(pb)
+    from svmopt.driver import cold_start
+    st = jax.jit(method.init)(pb, cold_start(method, pb))
     text = jax.jit(method.step).lower(pb, st).compile().as_text()
     comps = {m.group(1): c for c in text.split("\n\n") for m in [re.match(r"(?:ENTRY )?%(\S+) ", c.strip())] if m}
     skip = ("get-tuple-element", "parameter", "constant", "tuple", "bitcast")
