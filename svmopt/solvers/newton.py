@@ -208,23 +208,11 @@ class Newton(Method):
         if pb.fit_intercept or self.fit == "never" or (self.fit == "wide" and not wide):
             # (with a free intercept the fit would have to keep y^T alpha = 0)
             if self.dual_pass and _dual_pass_applies(pb):
-                def passed(_):
-                    a = _one_dual_pass(pb, w, gw, alpha)
-                    d, _ = dual_objective(pb, a)
-                    cp = _gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
-                    better = cp < crit
-                    return jnp.where(better, cp, crit), jnp.where(better, a, alpha)
-
+                passed = lambda _: _better(pb, obj, crit, alpha, _one_dual_pass(pb, w, gw, alpha))  # noqa: E731
                 crit, alpha = lax.cond(near, passed, lambda _: (crit, alpha), None)
             return gw, gb, obj, crit, alpha
 
-        def fitted(_):
-            a = _fit_dual(pb, alpha, gw, self.fit_steps)
-            d, _ = dual_objective(pb, a)
-            cf = _gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
-            better = cf < crit
-            return jnp.where(better, cf, crit), jnp.where(better, a, alpha)
-
+        fitted = lambda _: _better(pb, obj, crit, alpha, _fit_dual(pb, alpha, gw, self.fit_steps))  # noqa: E731
         crit, alpha = lax.cond(near & (self.fit_steps > 0), fitted, lambda _: (crit, alpha), None)
         return gw, gb, obj, crit, alpha
 
@@ -348,6 +336,14 @@ class Newton(Method):
     def carry(self, pb, st: NewtonState) -> Start:
         return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
                      dict(f=st.f, best=st.best, since=st.since))
+
+
+def _better(pb: Problem, obj, crit, alpha, candidate):
+    """(gap, alpha): the candidate dual point where its gap (D evaluated afresh) is the smaller."""
+    d, _ = dual_objective(pb, candidate)
+    gap = _gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
+    better = gap < crit
+    return jnp.where(better, gap, crit), jnp.where(better, candidate, alpha)
 
 
 def _dual_pass_applies(pb: Problem) -> bool:
