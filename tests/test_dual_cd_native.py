@@ -167,6 +167,22 @@ def test_malformed_row_pointers_are_an_error():
                                                   jnp.asarray(-np.inf), jnp.zeros(2, jnp.uint32)))
 
 
+def test_column_indices_outside_w_stay_inside_it():
+    """Column indices are clamped into [0, d) where the kernel reads them (no clipped copy is
+    made): a row whose entries name columns -5 and 7 of a 2-vector reads and writes only w's own
+    entries. Row 0 is x = (1, 0) with its entries at columns 0 and -5 (clamped to 1, value 0);
+    row 1 has its single entry at column 7 (clamped to 1). From alpha = 0 with the box [0, 1],
+    D = 0, Qbar = 1: each row moves alpha to 1 and w to the sum of its clamped rows, (1, 2)."""
+    w, a = jnp.zeros(2), jnp.zeros(2)
+    coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0]] * 2)
+    rows = dict(vals=jnp.asarray([1.0, 0.0, 2.0]), cols=jnp.asarray([0, -5, 7], jnp.int32),
+                ptr=jnp.asarray([0, 2, 3], jnp.int32), y=jnp.ones(2))
+    w, a, _, _, _ = jax.jit(_dcd.pass_)(w, a, coef, rows, jnp.ones(2, bool), jnp.asarray(np.inf),
+                                        jnp.asarray(-np.inf), jnp.zeros(2, jnp.uint32))
+    np.testing.assert_allclose(np.asarray(w), [1.0, 2.0])
+    np.testing.assert_allclose(np.asarray(a), [1.0, 1.0])
+
+
 def test_impl_is_checked():
     X, y = svmopt.load_svmlight(data_path("heart_scale"), n_features=13)
     with pytest.raises(ValueError, match="impl must be"):
