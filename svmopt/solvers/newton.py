@@ -38,19 +38,28 @@ Stopping: the relative duality gap (P - D)/|P| <= tol (every method's rule) with
 alpha = -C s l'(margin) (projected when an intercept is fitted), computed after every step. With
 l2-type R = c/2 ||w||^2 and no free intercept that gap is exactly ||grad P||^2 / (2c), which
 overstates the objective's error by up to the Hessian's condition (a9a's squared hinge, float64:
-error 8.6e-5 at a gap of 5.7e-2). So without a free intercept (on wide data by default, see
-``fit``), once the gap is within ``fit_within`` x tol, a second dual point is fitted: alpha + delta
-with delta on the rows strictly inside the dual box, the least-norm solution of
-X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u), clipped into the
-box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is left
-is the loss's part on the rows that moved: on a9a the gap fell from 5.7e-2 to 2.3e-4 there, on
-ijcnn1 from 4.8e-2 to 6e-5, certifying 1e-3 two Newton steps sooner. The larger dual objective
-counts. Where no fit is tried (tall data) and the loss has a box dual (the squared hinge), l2 and
-no free intercept, on the CPU with the compiled pass, the second candidate is alpha after one pass of
-dual coordinate descent (``svmopt._dcd``) from -l'(margin), started from its w_alpha = w - grad P(w)
-(no product with X): on a9a, ijcnn1 and dense-gen (float32) one pass cut the gap 15-40x, and 1e-2
-and 1e-3 were certified one Newton step sooner (a9a 64 -> 50 ms and 73 -> 61 ms, dense-gen 570 ->
-519 and 738 -> 670 ms). The safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
+error 8.6e-5 at a gap of 5.7e-2). So once the gap is within ``fit_within`` x tol, the dual point
+is refined, and the larger dual objective counts:
+
+  * without a free intercept, on wide data by default (see ``fit``), it is fitted: alpha + delta
+    with delta on the rows strictly inside the dual box, the least-norm solution of
+    X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u), clipped into the
+    box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is
+    left is the loss's part on the rows that moved, and the part of grad P outside the span of
+    those rows (on a9a the gap fell from 5.7e-2 to 2.3e-4, on ijcnn1 from 4.8e-2 to 6e-5);
+  * then, where the loss has a box dual (the squared hinge), l2 and no free intercept, on the CPU
+    with the compiled pass, passes of dual coordinate descent (``svmopt._dcd``) over every row
+    raise D further, rows at the bound included: while a pass cuts the gap at least 1.5-fold and
+    it is above tol, at most ``dual_passes``. From the natural point (tall data) the pass starts
+    at its w_alpha = w - grad P(w), no product with X: on a9a, ijcnn1 and dense-gen (float32) the
+    first pass cut the gap 15-40x and the next ones 1.1x, and 1e-2 and 1e-3 were certified one
+    Newton step sooner (a9a 64 -> 50 ms and 73 -> 61 ms, dense-gen 570 -> 519 and 738 -> 670 ms).
+    After the fit (news20-bin, one Newton step after the warm start: error 7.4e-4, natural gap
+    1.17, fitted 9.5e-3) they cut what the fit cannot reach, grad P outside the span of the rows
+    inside the box: 3.4e-3, 1.8e-3, 1.2e-3 after 1, 2, 3 passes (float64), and 1e-2 was certified
+    after that first Newton step instead of the fourth (float32: 0.39 -> 0.33 s here).
+
+The safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
 iterations, neither a relative decrease of the objective above ``obj_tol`` nor one of the gap
 above 1%.
 """
@@ -116,15 +125,16 @@ class Newton(Method):
                         many columns as rows; news20-bin's squared hinge certified 1e-3 after 6 Newton steps
                         instead of 16, 0.23 s instead of 0.40), "always", or "never". On tall data it saved
                         1-2 of 5-7 steps but its 2 x fit_steps passes over X cost as much (a9a, ijcnn1,
-                        dense-gen, sparse-gen: equal or up to 15% slower), so "wide" leaves it out there
-    fit_steps, fit_within   its CGLS steps (20) and the gap, in multiples of tol, below which it is tried
-                        (100); runtime numbers
-    dual_pass           where the fitted point is not tried (tall data by default) and the loss has a box dual
-                        (the squared hinge), l2, no free intercept, on the CPU with the compiled dual CD
-                        pass: once the gap is within fit_within x tol, one dual CD pass from the natural dual
-                        point (see above) gives a second candidate (default True). The pass costs about a
-                        fifth of a Newton step and cut the gap 15-40x (a9a, ijcnn1, dense-gen), which
-                        certified 1e-2 and 1e-3 one Newton step sooner
+                        dense-gen, sparse-gen: equal or up to 15% slower), so "wide" leaves it out there.
+                        Followed by the dual CD passes (fit_steps 5) it saved a step on a9a, ijcnn1 and
+                        dense-gen, but a failed try cost sparse-gen (d = 47k) 0.8 -> 1.3 s at 1e-2
+    fit_steps, fit_within   its CGLS steps (20) and the gap, in multiples of tol, below which the dual point
+                        is refined (300; 100 until 2026-11-24 missed news20-bin's first Newton step at 1e-2,
+                        natural gap 1.17; 1000 cost sparse-gen's 1e-2 a failed refinement, 0.81 -> 1.06 s);
+                        runtime numbers
+    dual_pass           the dual CD passes of the refinement (see above) where they apply (default True)
+    dual_passes         their cap (5; runtime number). One pass costs about a fifth of a Newton step on
+                        a9a, ijcnn1, dense-gen
     line_search         "exact" (default: the minimiser of P along the direction in (0, 1], see above)
                         or "armijo" (halving from t = 1; on news20-bin it took 2^-8 steps, 9 Newton steps
                         where the exact step took 6)
@@ -139,13 +149,14 @@ class Newton(Method):
     warm_passes: int = 100
     warm_eps: float = 0.1
     fit_steps: int = 20
-    fit_within: float = 100.0
+    fit_within: float = 300.0
     precondition: bool = static(True)
     active_rows: bool = static(True)
     warm: Any = static(None)
     line_search: str = static("exact")
     fit: str = static("wide")
     dual_pass: bool = static(True)
+    dual_passes: int = 5
 
     name = "newton"
 
@@ -172,7 +183,7 @@ class Newton(Method):
             check_positive(self, "warm_eps")
             check_positive(self, "warm_passes", integer=True, allow_zero=True)
         check_positive(self, "cg_iters", "patience", integer=True)
-        check_positive(self, "fit_steps", integer=True, allow_zero=True)
+        check_positive(self, "fit_steps", "dual_passes", integer=True, allow_zero=True)
         check_positive(self, "fit_within")
         check_positive(self, "cg_eta", "pre_mix")
         check_positive(self, "obj_tol", allow_zero=True)
@@ -201,19 +212,26 @@ class Newton(Method):
 
     def _certify(self, pb: Problem, w, b, f):
         """(gw, gb, obj, crit, alpha) at (w, b): the gap of -C s l'(margin) and, when that is within
-        fit_within x tol, of the fitted dual point (see the module's docstring), the better one."""
+        fit_within x tol, of the refined dual point (see the module's docstring), the better one."""
         gw, gb, obj, crit, alpha = _measure(pb, w, b, f)
         wide = pb.d >= pb.n
         near = (crit > self.tol) & (crit <= self.fit_within * self.tol)
-        if pb.fit_intercept or self.fit == "never" or (self.fit == "wide" and not wide):
-            # (with a free intercept the fit would have to keep y^T alpha = 0)
-            if self.dual_pass and _dual_pass_applies(pb):
-                passed = lambda _: _better(pb, obj, crit, alpha, _one_dual_pass(pb, w, gw, alpha))  # noqa: E731
-                crit, alpha = lax.cond(near, passed, lambda _: (crit, alpha), None)
+        # (with a free intercept the fit would have to keep y^T alpha = 0)
+        fit = not pb.fit_intercept and (self.fit == "always" or (self.fit == "wide" and wide))
+        passes = self.dual_pass and _dual_pass_applies(pb)
+        if not (fit or passes):
             return gw, gb, obj, crit, alpha
 
-        fitted = lambda _: _better(pb, obj, crit, alpha, _fit_dual(pb, alpha, gw, self.fit_steps))  # noqa: E731
-        crit, alpha = lax.cond(near & (self.fit_steps > 0), fitted, lambda _: (crit, alpha), None)
+        def refine(_):
+            a, v = alpha, w - gw  # X^T (alpha y) = grad R(w) - grad P(w), R = 1/2 ||w||^2 where passes run
+            if fit:
+                a = lax.cond(self.fit_steps > 0, lambda: _fit_dual(pb, alpha, gw, self.fit_steps), lambda: alpha)
+                v = None
+            if passes:
+                a = _dual_passes(pb, obj, a, v, self.tol, self.dual_passes)
+            return _better(pb, obj, crit, alpha, a)
+
+        crit, alpha = lax.cond(near, refine, lambda _: (crit, alpha), None)
         return gw, gb, obj, crit, alpha
 
     def _dual_cd_start(self, pb: Problem, start: Start, w):
@@ -262,16 +280,7 @@ class Newton(Method):
             """PCG on H s = -g with H v = hvp_R v + X^T (Dh * X v) over the rows of ``op``."""
             def hess(v):
                 vw, vb = v
-                # X^T (Dh (X v_w + v_b)) and its sum. On the CPU in one walk over the rows (dense X: block
-                # by block, reading X once: 8.6 against 20 ms on 200k x 55 float32); on accelerators two
-                # whole products (a loop over blocks would cost kernel launches per block there)
-                if walks:  # CSR on the CPU: one walk over the rows with Dh != 0 (the custom call)
-                    xtdq, sdq = op.hvp(vw, Dh, fb * vb)
-                elif jax.default_backend() == "cpu":
-                    xtdq, sdq = op.fused(vw, lambda z, Dh: (Dh * (z + fb * vb),) * 2, (Dh,))
-                else:
-                    Dq = Dh * (op.matvec(vw) + fb * vb)
-                    xtdq, sdq = op.rmatvec(Dq), jnp.sum(Dq)
+                xtdq, sdq = _xtdx(op, vw, Dh, fb * vb)
                 return hvp_reg(vw) + xtdq, fb * (sdq + damp_b * vb)
 
             if self.precondition:
@@ -354,18 +363,38 @@ def _dual_pass_applies(pb: Problem) -> bool:
     return bool(pb.reg.is_l2 and _box_dual(pb) and dual_cd.native(pb))
 
 
-def _one_dual_pass(pb: Problem, w, gw, alpha):
-    """alpha after one pass of serial dual CD (every coordinate, random order) from the natural
-    dual point alpha = -C s l'(margin) of w. Its w_alpha = X^T (alpha y) is w - grad P(w) (R = 1/2
-    ||w||^2), so the pass needs no product with X; the caller evaluates D afresh."""
+def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
+    """alpha after passes of serial dual coordinate descent (every coordinate, a fresh random order
+    each) from ``alpha`` (clipped into the dual box), whose X^T (alpha y) is ``v`` (None: computed,
+    one product). A pass only raises D. The passes go on while the gap to ``obj`` is above ``tol``
+    and the last pass cut it at least 1.5-fold, at most ``cap`` passes; D is evaluated from the
+    pass's own w (no product with X) and afresh by the caller."""
     from .. import _dcd
     from .dual_cd import box_table
     inf = jnp.asarray(jnp.inf, pb.dtype)
     coef = box_table(pb)
     alpha = jnp.clip(alpha, coef[:, 1], coef[:, 2])
-    _, a, _, _, _ = _dcd.pass_(w - gw, alpha, coef, _dcd.rows(pb.op, pb.y), jnp.ones((pb.n,), bool), inf, -inf,
-                               jnp.asarray([0x9E3779B9, 0x7F4A7C15], jnp.uint32))
-    return a
+    if v is None:
+        v = pb.op.rmatvec(alpha * pb.y)
+    rows = _dcd.rows(pb.op, pb.y)
+    every = jnp.ones((pb.n,), bool)
+
+    def gap(a, v):
+        d, _ = dual_objective(pb, a, v=v)
+        return _gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
+
+    def cond(c):
+        k, _, _, g, last = c
+        return (k < cap) & (g > tol) & (g * 1.5 <= last)
+
+    def body(c):
+        k, a, v, g, _ = c
+        bits = jnp.stack([jnp.uint32(0x9E3779B9) + k.astype(jnp.uint32), jnp.uint32(0x7F4A7C15)])
+        v, a, _, _, _ = _dcd.pass_(v, a, coef, rows, every, inf, -inf, bits)
+        return k + 1, a, v, gap(a, v), g
+
+    k0 = jnp.asarray(0, jnp.int32)
+    return lax.while_loop(cond, body, (k0, alpha, v, gap(alpha, v), inf))[1]
 
 
 def _walks_rows(op) -> bool:
@@ -470,6 +499,19 @@ def _measure(pb: Problem, w, b, f):
 def _gap(obj, dual):
     crit = (obj - dual) / jnp.maximum(jnp.abs(obj), jnp.finfo(obj.dtype).tiny)
     return jnp.where(jnp.isfinite(crit), crit, jnp.inf)
+
+
+def _xtdx(op, v, Dh, c=0.0):
+    """(X^T (Dh (X v + c)), sum_i Dh_i (X v + c)_i). On the CPU in one walk over the rows: CSR through
+    the custom call, which skips the rows with Dh_i = 0; dense X block by block, reading X once (8.6
+    against 20 ms on 200k x 55 float32). On accelerators two whole products (a loop over blocks
+    would cost kernel launches per block there)."""
+    if _walks_rows(op):
+        return op.hvp(v, Dh, c)
+    if jax.default_backend() == "cpu":
+        return op.fused(v, lambda z, Dh: (Dh * (z + c),) * 2, (Dh,))
+    Dq = Dh * (op.matvec(v) + c)
+    return op.rmatvec(Dq), jnp.sum(Dq)
 
 
 def _fit_dual(pb: Problem, alpha, gw, steps):
