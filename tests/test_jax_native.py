@@ -42,11 +42,11 @@ def test_jit_equals_eager(heart):
     kw = dict(loss=squared_hinge, tol=1e-7, dtype=F64)  # (auto: newton; see test_newton on tighter tols)
     eager = svmopt.solve(X, y, C=0.5, **kw)
     assert eager.status == Status.CONVERGED
-    f = jax.jit(lambda X, y, C: svmopt.solve(X, y, C=C, **kw).w)
-    wj = np.asarray(f(jnp.asarray(X), jnp.asarray(y), 0.5))
+    # X and y traced, and the whole Result leaves jit (it is a pytree); one program (X closed
+    # over, as host data inside the trace, with a Result out: test_float32_jit_path)
+    r = jax.jit(lambda X, y, C: svmopt.solve(X, y, C=C, **kw))(jnp.asarray(X), jnp.asarray(y), 0.5)
+    wj = np.asarray(r.w)
     assert np.linalg.norm(wj - np.asarray(eager.w)) <= 2 * np.sqrt(2 * float(eager.gap)) + 1e-9
-    # the whole Result leaves jit (it is a pytree)
-    r = jax.jit(lambda C: svmopt.solve(X, y, C=C, **kw))(0.5)
     assert int(r.status) == Status.CONVERGED and abs(float(r.primal_objective) - float(eager.primal_objective)) \
         <= float(r.gap) + float(eager.gap)
 
@@ -86,13 +86,16 @@ def test_vmap_over_C_and_labels_and_p(heart):
 
 
 def test_vmap_over_labels_and_data_sets(heart):
+    """vmap over y (X fixed) and over X, each inside jit: one compiled program per vmap (eagerly,
+    every op of the batched solve compiles on its own, ~2x the time; eager vmap through solve is
+    test_vmap_over_C_and_p_together)."""
     X, y = heart
     kw = dict(loss=squared_hinge, tol=1e-13, dtype=F64)
     Y = np.stack([y, np.where(np.arange(y.size) % 7 == 0, -y, y)])
-    ws = jax.vmap(lambda yy: svmopt.solve(X, yy, **kw).w)(jnp.asarray(Y))
+    ws = jax.jit(jax.vmap(lambda yy: svmopt.solve(X, yy, **kw).w))(jnp.asarray(Y))
     np.testing.assert_allclose(np.asarray(ws[1]), np.asarray(svmopt.solve(X, Y[1], **kw).w), rtol=1e-5, atol=1e-7)
     Xs = np.stack([X, 0.5 * X])
-    ws = jax.vmap(lambda XX: svmopt.solve(XX, y, **kw).w)(jnp.asarray(Xs))
+    ws = jax.jit(jax.vmap(lambda XX: svmopt.solve(XX, y, **kw).w))(jnp.asarray(Xs))
     np.testing.assert_allclose(np.asarray(ws[1]), np.asarray(svmopt.solve(Xs[1], y, **kw).w), rtol=1e-5, atol=1e-7)
 
 
