@@ -67,9 +67,18 @@ def _child(cache, *runs, env_extra=None):
     return json.loads(line[len("RESULT "):])
 
 
-def test_a_new_process_loads_the_programs_and_gets_the_same_results(tmp_path):
-    first = _child(tmp_path)
-    second = _child(tmp_path)
+@pytest.fixture(scope="module")
+def first_and_second(tmp_path_factory):
+    """Two processes over one fresh cache folder: the first compiles and stores, the second loads.
+    Shared by the two tests below (a new Python and JAX per child: ~8-15 s each)."""
+    cache = tmp_path_factory.mktemp("programs")
+    first = _child(cache)
+    second = _child(cache)
+    return cache, first, second
+
+
+def test_a_new_process_loads_the_programs_and_gets_the_same_results(first_and_second):
+    _, first, second = first_and_second
     for name in ("L1", "L2", "L2-alm64"):
         a, b = first[name], second[name]
         assert a["stored"] >= 2 and a["loaded"] == 0, (name, a)  # init and the loop, at least
@@ -86,15 +95,22 @@ def test_a_new_process_loads_the_programs_and_gets_the_same_results(tmp_path):
     assert first["user"]["primal"] == pytest.approx(first["L2-alm64"]["primal"], rel=2e-6)
 
 
-def test_an_executable_jax_loaded_from_its_cache_is_not_stored(tmp_path):
+def test_an_executable_jax_loaded_from_its_cache_is_not_stored(first_and_second):
     """JAX 0.10 on the CPU: an executable JAX itself loaded from its persistent cache serializes
     without its kernels ("Function wrapped_... not found" when run). With the programs gone and
-    JAX's cache warm, nothing may be stored, and a third process must still solve correctly."""
-    first = _child(tmp_path)
-    for f in (tmp_path / "svmopt-programs").glob("*.bin"):
+    JAX's cache warm, nothing may be stored, and a third process must still solve correctly.
+
+    The processes of the fixture filled the folder (the first compiled every program there);
+    the test above needs only their results, so this one takes the folder over: the programs
+    go, and its processes run only the two runs checked here. (A copy of the folder would not
+    do: JAX's cache key holds the folder's path, through XLA's autotuning-cache option.)"""
+    cache, first, _ = first_and_second
+    programs = list((cache / "svmopt-programs").glob("*.bin"))
+    assert programs  # there was something to remove
+    for f in programs:
         f.unlink()
-    second = _child(tmp_path)
-    third = _child(tmp_path)
+    second = _child(cache, "L1", "L2")
+    third = _child(cache, "L1", "L2")
     for name in ("L1", "L2"):
         assert second[name]["stored"] == 0 and second[name]["loaded"] == 0, second[name]
         assert third[name]["w"] == first[name]["w"]
