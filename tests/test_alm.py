@@ -149,13 +149,15 @@ def test_history_records_objective_and_time():
 
 
 def test_iteration_cap_is_reported():
+    """(float64: the program test_free_intercept_matches_libsvm_linear_kernel compiled; max_iter and
+    tol are runtime numbers. The float32 status reports: test_status_contract.test_contract_float32.)"""
     X, y = load("heart_scale")
     with pytest.warns(ConvergenceWarning, match="iteration cap"):
-        r = svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12)
+        r = svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12, dtype=jnp.float64)
     assert r.status == Status.MAX_ITER and r.iterations == 3
     assert "max_iter" in r.message
     with pytest.raises(SolverError, match="iteration cap"):
-        svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12, throw=True)
+        svmopt.solve(X, y, method=alm, max_iter=3, tol=1e-12, dtype=jnp.float64, throw=True)
 
 
 def test_gradient_criterion():
@@ -174,14 +176,18 @@ def test_gradient_criterion():
 
 
 def test_sample_weights_equal_duplicated_rows():
+    """40 rows weighted 2 and 40 weighted 0 against the problem with those rows repeated and
+    dropped: 270 rows again, so all three solves run the program test_exact_and_inexact_agree[2]
+    compiled (the squared hinge on heart_scale, float64)."""
     X, y = load("heart_scale")
     s = np.ones(X.shape[0])
     s[:40] = 2.0
-    s[40:50] = 0.0
+    s[40:80] = 0.0
     import scipy.sparse as sp
 
-    Xd = sp.vstack([X, X[:40]])[np.r_[0:40, 50:270, 270:310]]
-    yd = np.concatenate([y, y[:40]])[np.r_[0:40, 50:270, 270:310]]
+    Xd = sp.vstack([X, X[:40]])[np.r_[0:40, 80:270, 270:310]]
+    yd = np.concatenate([y, y[:40]])[np.r_[0:40, 80:270, 270:310]]
+    assert Xd.shape[0] == X.shape[0]
     kw = dict(loss=squared_hinge, method=alm, tol=1e-9, dtype=jnp.float64)
     rw = svmopt.solve(X, y, sample_weight=s, **kw)
     rd = svmopt.solve(Xd, yd, **kw)
@@ -233,7 +239,11 @@ def test_adapt_mu_removes_preconditioned_tail():
     assert abs(P - ref) <= 1e-5 * ref
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        mu0 = float(svmopt.solve(X, y, loss=squared_hinge, method=alm, dtype=jnp.float64, max_iter=1).extras["mu"])
+        # the starting mu of the same method, read after one iteration (the same program: max_iter
+        # is a runtime number; mu adapts every mu_every = 100 iterations at the earliest and
+        # rho = 1 keeps it fixed otherwise)
+        mu0 = float(svmopt.solve(X, y, loss=squared_hinge, method=alm(precondition=True, adapt_mu=True), C=1.0,
+                                 dtype=jnp.float64, max_iter=1).extras["mu"])
     assert float(r.extras["mu"]) < 0.1 * mu0  # it did adapt: mu shrank
 
 
