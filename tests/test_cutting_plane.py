@@ -77,15 +77,13 @@ def _heart_scale_bias(dtype):
           f"LIBLINEAR {ref:.6f}")
     assert abs(mine - ref) / ref <= 1e-3
     _check_against(r, ref, C, X.shape[0], tol, slack=rel)
-    # the traces are filled for the iterations run, and only for them
-    k = r.iterations
-    loss = np.asarray(r.extras["trace_loss"])
-    assert np.all(np.isfinite(loss[:k])) and np.all(np.isnan(loss[k:]))
-    # it stopped on line 9 (eps, possibly tightened) or earlier on its certified gap
-    assert (loss[k - 1] <= float(np.asarray(r.extras["trace_xi"])[k - 1]) + float(r.extras["eps"])
-            or float(r.relative_gap) <= r.tol)
+    _check_traces(r)
 
 
+# slow, both: the fast siblings are test_a9a_bias_matches_liblinear (the same checks in float64, the
+# traces included) and test_status_contract.py::test_contract_float32[cutting_plane] (the cutting
+# plane in float32 with the bias feature, against LIBLINEAR, its gap and dual checked)
+@pytest.mark.slow
 def test_heart_scale_bias_matches_liblinear_float32():
     _heart_scale_bias(jnp.float32)
 
@@ -93,6 +91,17 @@ def test_heart_scale_bias_matches_liblinear_float32():
 @pytest.mark.slow
 def test_heart_scale_bias_matches_liblinear_float64():
     _heart_scale_bias(jnp.float64)
+
+
+def _check_traces(r):
+    """The traces are filled for the iterations run, and only for them; the run stopped on
+    line 9 (eps, possibly tightened) or earlier on its certified gap."""
+    k = r.iterations
+    loss = np.asarray(r.extras["trace_loss"])
+    assert 0 < k < loss.size
+    assert np.all(np.isfinite(loss[:k])) and np.all(np.isnan(loss[k:]))
+    assert (loss[k - 1] <= float(np.asarray(r.extras["trace_xi"])[k - 1]) + float(r.extras["eps"])
+            or float(r.relative_gap) <= r.tol)
 
 
 @pytest.mark.slow
@@ -125,13 +134,16 @@ def test_a9a_bias_matches_liblinear():
     X, y = _load("a9a", 123)
     C, tol = 0.05, 1e-4
     r = _a9a_bias_solve(C, tol)
+    assert r.w.dtype == jnp.float64 and np.asarray(r.w).shape == (123,) and float(r.b) != 0.0
     mine = _hinge_objective(np.asarray(r.w), X, y, C, float(r.b), bias_scale=1.0)
+    assert mine == pytest.approx(float(r.primal_objective), rel=1e-10)  # the Result's objective is SPEC's
     wl, bl = _liblinear(X, y, C, 1e-4, bias=True)
     ref = _hinge_objective(wl, X, y, C, bl, bias_scale=1.0)
     print(f"a9a C={C} -B 1: cutting plane {mine:.4f} ({r.iterations} its), LIBLINEAR {ref:.4f}")
     assert abs(mine - ref) / ref <= 1e-3
     # LIBLINEAR itself stops at an iteration cap here, so its objective gets a small slack
     _check_against(r, ref, C, X.shape[0], tol, slack=1e-5)
+    _check_traces(r)
 
 
 @pytest.mark.slow
