@@ -92,15 +92,22 @@ def test_lp15_matches_lbfgs(name):
 
 
 def test_lp15_a9a_fast():
-    """Fast sibling of the a9a p = 1.5 test: a 5,000-row slice."""
+    """Fast sibling of the a9a p = 1.5 test: a 5,000-row slice. Certified to 1e-5 (10x inside the
+    1e-4 checked; 1e-6 took 2650 iterations instead of 1580, 3 s more)."""
     X, y = load("a9a")
     X, y = X[:5000], y[:5000]
     ref, _, _ = lbfgs(X, y, 1.5)
-    r = svmopt.solve(X, y, loss=lp_hinge(1.5), method=alm, C=1.0, tol=1e-6, dtype=jnp.float64)
+    r = svmopt.solve(X, y, loss=lp_hinge(1.5), method=alm, C=1.0, tol=1e-5, dtype=jnp.float64)
+    assert r.status == Status.CONVERGED
     assert abs(float(r.primal_objective) - ref) <= 1e-4 * ref
 
 
-@pytest.mark.parametrize("p", [1, 2, 1.5])
+# the exact variant differs from the inexact one in the (w, b) update only (conjugate gradients
+# instead of one gradient step), which does not depend on the loss; the loss enters through the
+# e-update (its prox), the same code in both variants, run by the inexact solves of the tests
+# around (hinge: test_free_intercept_matches_libsvm_linear_kernel, p = 1.5: test_lp15_matches_lbfgs).
+# So the hinge (the default loss) runs by default; p = 2 and 1.5 (a compile each) are slow.
+@pytest.mark.parametrize("p", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(1.5, marks=pytest.mark.slow)])
 def test_exact_and_inexact_agree(p):
     X, y = load("heart_scale")
     kw = dict(loss=lp_hinge(p), C=1.0, tol=1e-7, dtype=jnp.float64, max_iter=20000)
@@ -177,8 +184,8 @@ def test_gradient_criterion():
 
 def test_sample_weights_equal_duplicated_rows():
     """40 rows weighted 2 and 40 weighted 0 against the problem with those rows repeated and
-    dropped: 270 rows again, so all three solves run the program test_exact_and_inexact_agree[2]
-    compiled (the squared hinge on heart_scale, float64)."""
+    dropped: 270 rows again, so the three solves share one compiled program (the squared hinge
+    on heart_scale, float64)."""
     X, y = load("heart_scale")
     s = np.ones(X.shape[0])
     s[:40] = 2.0
