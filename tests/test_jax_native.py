@@ -350,11 +350,16 @@ def test_from_function_readme_example_and_custom_regularizer(heart):
 
     ref = minimize(fg, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}).fun
     assert float(r.primal_objective) == pytest.approx(ref, rel=2e-6)
-    # a declared box-plus-diagonal dual lets dual CD solve it: the squared hinge written by hand
+    # a declared box-plus-diagonal dual lets dual CD solve it: the squared hinge written by hand,
+    # against LIBLINEAR -s 1 -B 1 (the squared hinge with the bias feature, float64, eps 1e-10)
     sq = from_function(lambda m: jnp.maximum(1 - m, 0.0) ** 2, box_diagonal=(0.0, np.inf, 0.25))
     a = svmopt.solve(X, y, loss=sq, method=dual_cd, intercept_scaling=1.0, dtype=F64, tol=1e-8)
-    b = svmopt.solve(X, y, loss=squared_hinge, method=dual_cd, intercept_scaling=1.0, dtype=F64, tol=1e-8)
-    assert float(a.primal_objective) == pytest.approx(float(b.primal_objective), rel=1e-7)
+    from liblinear.liblinearutil import parameter, problem, train
+    m = train(problem(yy, X), parameter("-s 1 -c 1 -B 1 -e 1e-10 -q"))
+    wb = np.array([m.w[j] for j in range(X.shape[1] + 1)]) * (1.0 if m.get_labels()[0] == 1 else -1.0)
+    ref_sq = 0.5 * wb @ wb + np.sum(np.maximum(1 - yy * (X @ wb[:-1] + wb[-1]), 0.0) ** 2)
+    assert a.status == Status.CONVERGED
+    assert float(a.primal_objective) == pytest.approx(ref_sq, rel=1e-7)
     # a new regularizer through the public constructor: l1 again, solved by alm's prox step
     my_l1 = custom("my_l1", value=lambda p, w: jnp.sum(jnp.abs(w)),
                    prox=lambda p, v, t: jnp.sign(v) * jnp.maximum(jnp.abs(v) - t, 0.0),
