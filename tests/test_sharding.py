@@ -304,10 +304,15 @@ def a9a_text():
     return lzma.open(data_path("a9a")).read()
 
 
+@pytest.fixture(scope="module")
+def a9a_whole():
+    return svmopt.load_svmlight(data_path("a9a"), n_features=123)
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 7])
-def test_load_svmlight_shards_partition_the_file(count, a9a_text, tmp_path):
+def test_load_svmlight_shards_partition_the_file(count, a9a_text, a9a_whole, tmp_path):
     """The shards of a plain and a compressed file are the file's rows, in order, each once."""
-    X, y = svmopt.load_svmlight(data_path("a9a"), n_features=123)
+    X, y = a9a_whole
     plain = tmp_path / "a9a.txt"
     plain.write_bytes(a9a_text)
     for src in (plain, data_path("a9a")):
