@@ -231,6 +231,52 @@ def test_cg_products_walk_only_the_active_rows():
         np.testing.assert_allclose(np.asarray(out[k]), X.T @ (D2[k] * (X @ v)), rtol=1e-12, atol=1e-12)
 
 
+def test_dual_fit_walks_only_the_rows_inside_the_box():
+    """The fitted dual point's CGLS (``_fit_dual``) on a CSR walked by the CPU kernel runs on the rows
+    strictly inside the dual box, restricted and permuted first: its result, put back in the rows'
+    own order, equals a numpy CGLS over the whole matrix step for step (float64, wide a1a slice, 1,
+    3 and 40 steps), and so does the XLA path, which keeps the whole matrix; at 40 steps both are
+    numpy's least-norm solution on those rows."""
+    import scipy.sparse as sp
+    from svmopt.operators import SparseOperator
+    from svmopt.problem import Problem
+    from svmopt.regularizers import l2
+    from svmopt.solvers.newton import _fit_dual, _walks_rows
+
+    X, y, _ = _wide()
+    X = sp.hstack([sp.csr_matrix(X), np.ones((X.shape[0], 1))]).tocsr()
+    n, d = X.shape
+    rng = np.random.default_rng(4)
+    alpha = np.where(rng.uniform(size=n) < 0.35, rng.uniform(0.1, 2.0, n), 0.0)  # the box is [0, inf)
+    gw = rng.standard_normal(d)
+    inside = alpha > 0
+    A = (X.T @ sp.diags(y * inside)).toarray()
+
+    def numpy_cgls(steps):
+        delta, r = np.zeros(n), gw.copy()
+        s = A.T @ r
+        p, gamma = s.copy(), s @ s
+        for _ in range(steps):
+            q = A @ p
+            t = gamma / (q @ q)
+            delta, r = delta + t * p, r - t * q
+            s = A.T @ r
+            gn = s @ s
+            p, gamma = s + gn / gamma * p, gn
+        return np.maximum(alpha + delta, 0.0)
+
+    least = np.maximum(alpha + np.linalg.lstsq(A, gw, rcond=None)[0], 0.0)
+    kernel = SparseOperator.from_scipy(X, jnp.float64)
+    assert _walks_rows(kernel)
+    for op in (kernel, SparseOperator(kernel.data, kernel.indices, kernel.row_ids, kernel.indptr, kernel.shape, "xla")):
+        pb = Problem(op=op, y=jnp.asarray(y), s=jnp.ones((n,)), C=jnp.asarray(1.0), loss=squared_hinge, reg=l2,
+                     fit_intercept=False)
+        for steps in (1, 3, 40):
+            got = jax.jit(_fit_dual, static_argnums=3)(pb, jnp.asarray(alpha), jnp.asarray(gw), steps)
+            np.testing.assert_allclose(np.asarray(got), numpy_cgls(steps), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(got), least, rtol=1e-7, atol=1e-7)
+
+
 def test_kernels_self_test_inside_a_trace(monkeypatch):
     """The CSR kernels' self-test runs eagerly even when the first question comes from a trace
     (newton's step asks while jit traces it): it once returned False there, and the cached False

@@ -403,14 +403,15 @@ def _walks_rows(op) -> bool:
             and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
 
 
-def _restrict_rows(op, keep, D):
+def _restrict_rows(op, keep, D, with_perm=False):
     """(op', D'): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
     perm[i] of op, D' = D[perm]), and indptr ending after them, so the kernel walks only those
     (``_csr.keep_rows``: one pass in the custom call). The other rows keep their entries and row
-    ids: the XLA path, which sums over row ids, stays exact as long as D' is 0 there."""
+    ids: the XLA path, which sums over row ids, stays exact as long as D' is 0 there.
+    ``with_perm``: (op', D', perm)."""
     perm, indptr, indices, rows, src = _csr.keep_rows(op.indices, op.indptr, keep)
     op = SparseOperator(op.data[src], indices, rows, indptr, op.shape, op.impl)
-    return op, D[perm]
+    return (op, D[perm], perm) if with_perm else (op, D[perm])
 
 
 def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
@@ -518,11 +519,17 @@ def _fit_dual(pb: Problem, alpha, gw, steps):
     """alpha + delta clipped into the dual box, delta the least-norm solution on the rows strictly
     inside the box of X^T (delta y) = gw, so that X^T (alpha y) moves to grad R(w), where R(w) +
     R*(v) = w.v holds (X^T (alpha y) = grad R(w) - gw for alpha = -C s l'(margin)), by ``steps``
-    CGLS steps from delta = 0."""
+    CGLS steps from delta = 0. A CSR walked by the CPU kernel is restricted to those rows first (one
+    gather of the nonzeros): on news20-bin's squared hinge after its first Newton step they hold 5%
+    of the nonzeros, and the 2 x ``steps`` products read only theirs."""
     lo, hi = _dual_box(pb)
-    rows = ((alpha > lo) & (alpha < hi) & (pb.cs > 0)).astype(alpha.dtype) * pb.y
-    At = lambda r: rows * pb.op.matvec(r)  # noqa: E731  (A = X^T diag(y rows), d x n)
-    A = lambda p: pb.op.rmatvec(rows * p)  # noqa: E731
+    inside = (alpha > lo) & (alpha < hi) & (pb.cs > 0)
+    op, perm = pb.op, None
+    rows = inside.astype(alpha.dtype) * pb.y
+    if _walks_rows(op):
+        op, rows, perm = _restrict_rows(op, inside, rows, with_perm=True)
+    At = lambda r: rows * op.matvec(r)  # noqa: E731  (A = X^T diag(y rows), d x n)
+    A = lambda p: op.rmatvec(rows * p)  # noqa: E731
     tiny = jnp.finfo(alpha.dtype).tiny
 
     def body(_, carry):
@@ -538,6 +545,8 @@ def _fit_dual(pb: Problem, alpha, gw, steps):
 
     s0 = At(gw)
     delta = lax.fori_loop(0, steps, body, (jnp.zeros_like(alpha), gw, s0, s0, jnp.vdot(s0, s0)))[0]
+    if perm is not None:  # back to the rows' own order
+        delta = jnp.zeros_like(delta).at[perm].set(delta, unique_indices=True)
     return project_dual(pb, alpha + delta)
 
 
