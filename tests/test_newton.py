@@ -410,7 +410,7 @@ def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
     The dual CD pass (``dual_pass``, on by default where the fit is not tried): one compiled pass
     from -l'(margin) certifies sooner too (float32: 5 Newton steps against 6 to 1e-2, 6 against 7 to
     1e-3), its alpha's dual objective recomputed in numpy is the one reported, and it is a lower
-    bound. On wide data the passes follow the fit (see below)."""
+    bound. On wide data they run alone by default, and follow the fit with ``fit="wide"`` (see below)."""
     from test_dual_cd import dual_value
 
     X, y = load("a9a")
@@ -446,17 +446,22 @@ def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
     wide = svmopt.solve(Xw, yw, method=newton(tol=1e-8), dtype=F64, **kw)
     assert wide.status == Status.CONVERGED and float(wide.dual_objective) <= lib * (1 + 1e-12)
     assert float(wide.primal_objective) <= lib * (1 + 1e-8)
-    # on wide data the passes follow the fit and reach the rows it leaves out (those at the bound):
+    # with fit="wide" the passes follow the fit and reach the rows it leaves out (those at the bound):
     # after a one-step fit they certify a Newton step sooner (measured 5 against 6 to 1e-2, 6
     # against 7 to 1e-3), and the alpha they return is a lower bound whose D numpy confirms
     Xwb = sp.hstack([sp.csr_matrix(Xw), np.ones((Xw.shape[0], 1))]).tocsr()
     for tol in (1e-2, 1e-3):
-        on = svmopt.solve(Xw, yw, method=newton(fit_steps=1), tol=tol, dtype=F64, **kw)
+        on = svmopt.solve(Xw, yw, method=newton(fit="wide", fit_steps=1), tol=tol, dtype=F64, **kw)
         off = svmopt.solve(Xw, yw, method=newton(fit_steps=1, dual_pass=False), tol=tol, dtype=F64, **kw)
-        assert on.status == off.status == Status.CONVERGED
+        # the default ("auto"): the passes alone where they apply, no fit (as fast or faster on wide data)
+        alone = svmopt.solve(Xw, yw, method=newton, tol=tol, dtype=F64, **kw)
+        assert on.status == off.status == alone.status == Status.CONVERGED
         assert int(on.iterations) < int(off.iterations), tol
-        D = dual_value(Xwb, yw, np.asarray(on.extras["alpha"], float), "squared_hinge")
-        assert D == pytest.approx(float(on.dual_objective), rel=1e-9) and D <= lib * (1 + 1e-12)
+        assert int(alone.iterations) <= int(off.iterations), tol
+        for r in (on, alone):
+            D = dual_value(Xwb, yw, np.asarray(r.extras["alpha"], float), "squared_hinge")
+            assert D == pytest.approx(float(r.dual_objective), rel=1e-9) and D <= lib * (1 + 1e-12)
+            assert float(r.primal_objective) - lib <= float(r.gap) * (1 + 1e-9)
     with pytest.raises(ValueError, match="fit"):
         svmopt.solve(Xw, yw, method=newton(fit="sometimes"), **kw)
 

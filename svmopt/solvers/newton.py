@@ -41,10 +41,10 @@ overstates the objective's error by up to the Hessian's condition (a9a's squared
 error 8.6e-5 at a gap of 5.7e-2). So once the gap is within ``fit_within`` x tol, the dual point
 is refined, and the larger dual objective counts:
 
-  * without a free intercept, on wide data by default (see ``fit``), it is fitted: alpha + delta
-    with delta on the rows strictly inside the dual box, the least-norm solution of
-    X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u), clipped into the
-    box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is
+  * without a free intercept, on wide data where the passes below do not apply (see ``fit``), it
+    is fitted: alpha + delta with delta on the rows strictly inside the dual box, the least-norm
+    solution of X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u),
+    clipped into the box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is
     left is the loss's part on the rows that moved, and the part of grad P outside the span of
     those rows (on a9a the gap fell from 5.7e-2 to 2.3e-4, on ijcnn1 from 4.8e-2 to 6e-5);
   * then, where the loss has a box dual (the squared hinge), l2 and no free intercept, on the CPU
@@ -54,10 +54,11 @@ is refined, and the larger dual objective counts:
     at its w_alpha = w - grad P(w), no product with X: on a9a, ijcnn1 and dense-gen (float32) the
     first pass cut the gap 15-40x and the next ones 1.1x, and 1e-2 and 1e-3 were certified one
     Newton step sooner (a9a 64 -> 50 ms and 73 -> 61 ms, dense-gen 570 -> 519 and 738 -> 670 ms).
-    After the fit (news20-bin, one Newton step after the warm start: error 7.4e-4, natural gap
-    1.17, fitted 9.5e-3) they cut what the fit cannot reach, grad P outside the span of the rows
-    inside the box: 3.4e-3, 1.8e-3, 1.2e-3 after 1, 2, 3 passes (float64), and 1e-2 was certified
-    after that first Newton step instead of the fourth (float32: 0.39 -> 0.33 s here).
+    After a fit (``fit="wide"``; news20-bin, one Newton step after the warm start: error 7.4e-4,
+    natural gap 1.17, fitted 9.5e-3) they cut what the fit cannot reach, grad P outside the span
+    of the rows inside the box: 3.4e-3, 1.8e-3, 1.2e-3 after 1, 2, 3 passes (float64). From the
+    natural point alone they certified 1e-2 after that same first Newton step (float32: gap 7.5e-3,
+    0.15 s against 0.19 s with the fit first), so by default they run without the fit.
 
 The safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
 iterations, neither a relative decrease of the objective above ``obj_tol`` nor one of the gap
@@ -121,13 +122,19 @@ class Newton(Method):
                         squared hinge, smoothed hinge), l2 and no free intercept. None (default): from 0.
                         A warm start or a resume given to ``solve`` skips the passes.
     warm_passes, warm_eps   the warm start's pass cap (100) and pass-rule tolerance (LIBLINEAR's -e, 0.1)
-    fit                 where the fitted dual point (see above) is tried: "wide" (default: X with at least as
+    fit                 where the fitted dual point (see above) is tried: "auto" (default): "wide" where the
+                        dual CD passes do not apply, "never" where they do; "wide" (X with at least as
                         many columns as rows; news20-bin's squared hinge certified 1e-3 after 6 Newton steps
                         instead of 16, 0.23 s instead of 0.40), "always", or "never". On tall data it saved
                         1-2 of 5-7 steps but its 2 x fit_steps passes over X cost as much (a9a, ijcnn1,
                         dense-gen, sparse-gen: equal or up to 15% slower), so "wide" leaves it out there.
                         Followed by the dual CD passes (fit_steps 5) it saved a step on a9a, ijcnn1 and
-                        dense-gen, but a failed try cost sparse-gen (d = 47k) 0.8 -> 1.3 s at 1e-2
+                        dense-gen, but a failed try cost sparse-gen (d = 47k) 0.8 -> 1.3 s at 1e-2. On wide
+                        data the passes alone did as well as the fit followed by them, or better (float32,
+                        C = 1 and 10, 1e-2 and 1e-3, bias feature: news20-bin 1e-2 0.19 -> 0.15 s; on
+                        14 cases of news20-bin slices, rcv1-like 20k x 47k and 8k x 200k, and a1a[:100]
+                        the same time or less, in one case one Newton step more and still 10% faster),
+                        so "auto" leaves the fit to the problems the passes cannot serve
     fit_steps, fit_within   its CGLS steps (20) and the gap, in multiples of tol, below which the dual point
                         is refined (300; 100 until 2026-11-24 missed news20-bin's first Newton step at 1e-2,
                         natural gap 1.17; 1000 cost sparse-gen's 1e-2 a failed refinement, 0.81 -> 1.06 s);
@@ -154,7 +161,7 @@ class Newton(Method):
     active_rows: bool = static(True)
     warm: Any = static(None)
     line_search: str = static("exact")
-    fit: str = static("wide")
+    fit: str = static("auto")
     dual_pass: bool = static(True)
     dual_passes: int = 5
 
@@ -170,8 +177,8 @@ class Newton(Method):
                 f"newton certifies a duality gap: loss {pb.loss!r} needs a dual and {pb.reg!r} a conjugate")
         if self.line_search not in ("exact", "armijo"):
             raise ValueError(f"newton line_search must be 'exact' or 'armijo', got {self.line_search!r}")
-        if self.fit not in ("wide", "always", "never"):
-            raise ValueError(f"newton fit must be 'wide', 'always' or 'never', got {self.fit!r}")
+        if self.fit not in ("auto", "wide", "always", "never"):
+            raise ValueError(f"newton fit must be 'auto', 'wide', 'always' or 'never', got {self.fit!r}")
         if self.warm not in (None, "dual_cd"):
             raise ValueError(f"newton warm must be None or 'dual_cd', got {self.warm!r}")
         if self.warm == "dual_cd":
@@ -216,9 +223,10 @@ class Newton(Method):
         gw, gb, obj, crit, alpha = _measure(pb, w, b, f)
         wide = pb.d >= pb.n
         near = (crit > self.tol) & (crit <= self.fit_within * self.tol)
-        # (with a free intercept the fit would have to keep y^T alpha = 0)
-        fit = not pb.fit_intercept and (self.fit == "always" or (self.fit == "wide" and wide))
         passes = self.dual_pass and _dual_pass_applies(pb)
+        mode = self.fit if self.fit != "auto" else ("never" if passes else "wide")
+        # (with a free intercept the fit would have to keep y^T alpha = 0)
+        fit = not pb.fit_intercept and (mode == "always" or (mode == "wide" and wide))
         if not (fit or passes):
             return gw, gb, obj, crit, alpha
 
