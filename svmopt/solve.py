@@ -509,6 +509,10 @@ def finish_result(res: Result, method, throw: bool, what: str = ""):
     status = np.asarray(res.status)
     if np.any(status != Status.CONVERGED):
         msg = f"{method.name}{what}: {res.message}"
+        if np.ndim(status) == 0:
+            hint = method.advice(Status(int(status)))
+            if hint:
+                msg += f". {hint}"
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=4)

@@ -386,3 +386,29 @@ def test_bad_parameters(heart):
     with pytest.raises(TypeError, match="no parameter"):
         dual_cd(epsilon=0.1)
     assert isinstance(dual_cd, DualCD) and dual_cd.name == "dual_cd"
+
+
+def test_pass_cap_warning_says_what_to_try_and_the_advice_certifies():
+    """A dual_cd run that ends at its pass cap warns with what to try (more passes, or Jacobi-scaled
+    alm), and so does the error of throw=True; the advised method, run as the warning spells it,
+    certifies the problem at LIBLINEAR's optimum (LinearSVC, dual CD to tol 1e-7 with a 200,000-pass
+    cap, bias feature) on heart_scale; its w, b evaluated in numpy float64."""
+    from references import linearsvc, objective
+
+    from svmopt.result import Status
+    from svmopt.solvers import alm
+
+    X, y = load("heart_scale")
+    kw = dict(loss=hinge, C=1.0, intercept_scaling=1.0)
+    with pytest.warns(svmopt.ConvergenceWarning) as rec:
+        r = svmopt.solve(X, y, method=dual_cd, max_iter=2, **kw)
+    assert r.status == Status.MAX_ITER
+    text = " ".join(str(w.message) for w in rec)
+    assert "raise max_iter" in text and "alm(precondition=True, adapt_mu=True)" in text
+    with pytest.raises(svmopt.SolverError, match="adapt_mu=True"):
+        svmopt.solve(X, y, method=dual_cd, max_iter=2, throw=True, **kw)
+    advised = svmopt.solve(X, y, method=alm(precondition=True, adapt_mu=True), tol=1e-4, **kw)
+    assert advised.status == Status.CONVERGED
+    ref = linearsvc("heart_scale", 1, bias=1.0)[0]
+    P = objective(X, y, np.asarray(advised.w, float), float(advised.b), 1.0, 1, bias_regularized=True)
+    assert ref * (1 - 1e-6) <= P <= ref * (1 + 1e-4)

@@ -227,6 +227,11 @@ class Method:
         """The relative duality gap the status contract certifies (``tol``)."""
         return self.tol
 
+    def advice(self, status) -> str | None:
+        """What to try when a run ends with ``status`` (a ``Status``) short of CONVERGED, for the
+        warning or error ``solve`` raises; None: the status's own message says it all."""
+        return None
+
 
 def _hashable(v):
     if isinstance(v, (list, np.ndarray)):
