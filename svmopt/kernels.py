@@ -42,7 +42,10 @@ class Kernel:
         return self.block(self.params, A, B)
 
     def __repr__(self):
-        ps = ", ".join(f"{k}={float(v):g}" for k, v in self.params.items())
+        try:
+            ps = ", ".join(f"{k}={float(v):g}" for k, v in self.params.items())
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced parameters (a probe, a jit)
+            ps = "traced"
         return f"{self.name}({ps})"
 
 

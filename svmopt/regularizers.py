@@ -59,7 +59,10 @@ class Regularizer:
         return self.family.name
 
     def __repr__(self):
-        ps = ", ".join(f"{k}={float(v):g}" for k, v in self.params.items())
+        try:
+            ps = ", ".join(f"{k}={float(v):g}" for k, v in self.params.items())
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced parameters (a probe, a jit)
+            ps = "traced"
         return f"{self.name}({ps})" if ps else self.name
 
     def __call__(self, w):

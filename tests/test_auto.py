@@ -105,6 +105,15 @@ def test_auto_refuses_method_parameters_and_names_what_is_missing():
     # a smooth loss with neither a dual nor a prox: nothing certifies it, the first refusal is shown
     with pytest.raises(MissingCapability, match="dual"):
         svmopt.solve(X, y, loss=lp_hinge(1.5).smoothed(0.1), reg=l2)
+    # a named method's refusal names the regularizer with its values (newton's grad probe traces
+    # it: printing the traced ratio once raised JAX's ConcretizationTypeError instead)
+    from svmopt.kernels import rbf
+    from svmopt.solvers import newton
+    with pytest.raises(MissingCapability, match=r"elastic_net\(ratio=0.5\) is not differentiable"):
+        svmopt.solve(X, y, loss=squared_hinge, reg=elastic_net(0.5), method=newton)
+    shown = []
+    jax.jit(lambda r, k: shown.append((repr(r), repr(k))) or 0.0)(elastic_net(0.5), rbf(0.2))
+    assert shown == [("elastic_net(traced)", "rbf(traced)")]
     assert pm(y).size == X.shape[0]
 
 

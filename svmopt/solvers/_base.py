@@ -287,7 +287,13 @@ def probe(what: str, fn, obj, dtype) -> None:
         key = None
     if key is not None and key in _PROBED:
         return
-    jax.eval_shape(lambda o, v: fn(o, v), obj, jax.ShapeDtypeStruct((1,), dtype))
+    try:
+        jax.eval_shape(lambda o, v: fn(o, v), obj, jax.ShapeDtypeStruct((1,), dtype))
+    except MissingCapability as exc:  # traced, obj printed as "name(traced)": name its values
+        traced = f"{getattr(obj, 'name', '')}(traced)"
+        if traced in str(exc):
+            raise type(exc)(str(exc).replace(traced, repr(obj))) from None
+        raise
     if key is not None:
         if len(_PROBED) > 1024:
             _PROBED.clear()
