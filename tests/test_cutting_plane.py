@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
-from svmopt.losses import MissingCapability, hinge, squared_hinge
+from svmopt.losses import MissingCapability, hinge, smoothed_hinge, squared_hinge
 from svmopt.regularizers import l1, l2
 from svmopt.solvers.cutting_plane import CuttingPlane, _oracle, cutting_plane, most_violated_ordinal
 from svmopt.ranking import RankingResult, count_pairs, solve_ordinal, solve_roc_area
@@ -343,6 +343,10 @@ def test_bad_input_errors():
         svmopt.solve(X, y, method=cutting_plane)  # fit_intercept=True is the solve default
     with pytest.raises(MissingCapability, match="hinge"):
         svmopt.solve(X, y, loss=squared_hinge, method=cutting_plane, fit_intercept=False)
+    # the smoothed hinge's box has the hinge's ends but a diagonal per sample (an array): refused by
+    # name, not by a TypeError from converting the array to a float
+    with pytest.raises(MissingCapability, match=r"hinge loss \(OP2\) only, got loss=smoothed_hinge"):
+        svmopt.solve(X, y, loss=smoothed_hinge(0.5), method=cutting_plane, fit_intercept=False)
     with pytest.raises(MissingCapability, match="l2"):
         svmopt.solve(X, y, reg=l1, method=cutting_plane, fit_intercept=False)
     with pytest.raises(ValueError, match="tol"):

@@ -77,13 +77,15 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from typing import Any, NamedTuple
 
 from ..problem import Problem
 from ..result import Status
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, stall_update, start_or, static
+from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, stall_update, start_or, \
+    static
 
 RUNNING = -1
 
@@ -155,8 +157,9 @@ class CuttingPlane(Method):
 
     def validate(self, pb: Problem) -> None:
         require(pb.kernel is None, "cutting_plane is a linear method; for kernels use method=alfpgm or nesvm")
-        lower, upper, quad = pb.loss.box_diagonal()
-        require(lower == 0 and upper == 1 and float(quad) == 0.0,
+        # (the smoothed hinge's diagonal is an array: compared elementwise, never through float())
+        box = [concrete(v) for v in pb.loss.box_diagonal()]
+        require(all(v is not None and np.all(np.asarray(v) == t) for v, t in zip(box, (0.0, 1.0, 0.0))),
                 f"cutting_plane solves the hinge loss (OP2) only, got loss={pb.loss!r}")
         require(pb.reg.is_l2, f"cutting_plane solves l2-regularized problems only, got reg={pb.reg!r}")
         require(not pb.fit_intercept,
