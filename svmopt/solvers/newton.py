@@ -44,9 +44,10 @@ is refined, and the larger dual objective counts:
   * without a free intercept, on wide data where the passes below do not apply (see ``fit``), it
     is fitted: alpha + delta with delta on the rows strictly inside the dual box, the least-norm
     solution of X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u),
-    clipped into the box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap vanishes, and what is
-    left is the loss's part on the rows that moved, and the part of grad P outside the span of
-    those rows (on a9a the gap fell from 5.7e-2 to 2.3e-4, on ijcnn1 from 4.8e-2 to 6e-5);
+    clipped into the box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap
+    vanishes, and what is left is the loss's part on the rows that moved, and the part of grad P
+    outside the span of those rows (on a9a the gap fell from 5.7e-2 to 2.3e-4, on ijcnn1 from
+    4.8e-2 to 6e-5);
   * then, where the loss has a box dual (the squared hinge), l2 and no free intercept, on the CPU
     with the compiled pass, passes of dual coordinate descent (``svmopt._dcd``) over every row
     raise D further, rows at the bound included: while a pass cuts the gap at least 1.5-fold and
