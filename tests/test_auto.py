@@ -13,7 +13,7 @@ from svmopt.regularizers import elastic_net, l1, l2, smoothed_l1
 from svmopt.result import Status
 from svmopt.solve import prepare
 from svmopt.solvers import auto
-from references import linearsvc, load, pm
+from references import linearsvc, load, pm, scipy_primal
 
 LOSSES = [hinge, squared_hinge, lp_hinge(1.5), lp_hinge(3.0), logistic, least_squares, smoothed_hinge(0.5),
           from_function(lambda m: jnp.logaddexp(0.0, -2.0 * m), name="steep_logistic")]
@@ -119,7 +119,7 @@ def test_auto_refuses_method_parameters_and_names_what_is_missing():
 
 def _reference(X, y, loss, reg, picked):
     """A float64 optimum certified to 1e-6 by another method (or, where auto's pick is the only
-    one that takes the problem, by its other variant: alm without Jacobi scaling)."""
+    one that takes the problem, by its other variant: alm without Jacobi scaling), else scipy's."""
     from svmopt.solvers import alm, cutting_plane, nesvm, newton
 
     for m in (newton, alm(variant="exact"), nesvm, cutting_plane, alm(precondition=False)):
@@ -133,11 +133,12 @@ def _reference(X, y, loss, reg, picked):
             continue
         if r.status == Status.CONVERGED:
             return float(r.primal_objective), m.name
-    # l1 / elastic net: alm alone takes them; its unscaled variant certified to 1e-5 in float64
-    r = svmopt.solve(X, y, loss=loss, reg=reg, method=alm(precondition=False, tol=1e-5), dtype=jnp.float64,
-                     max_iter=200000)
-    assert r.status == Status.CONVERGED, f"no float64 reference for {loss!r}, {reg!r}"
-    return float(r.primal_objective), "alm float64 1e-5"
+    # l1 / elastic net (and the hinge with smoothed l1): alm alone takes them, and in float64 its
+    # unscaled variant stalled short of 1e-5 on two pairs (steep logistic + l1: gap 0.14; hinge +
+    # smoothed l1: 1.5e-3): scipy's own solvers give the optimum instead (every dual objective alm
+    # certified on heart_scale lies below it, its primal objectives above)
+    X = X.toarray() if hasattr(X, "toarray") else X
+    return scipy_primal(X, y, loss, reg), "scipy (split l1, hinge slacks)"
 
 
 def _check_pair(loss, reg, X, y):
