@@ -428,9 +428,16 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     pb, classes, C_arr = prepare(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight,
                                     dtype=dtype, layout=layout, bucket=bucket and kernel is None)
+    chooser = method
     method, why = choose_method(method, pb, kernel)
+    handover = chooser.handover(pb, method) if why is not None and max_iter is None and C_arr.ndim == 0 else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
+    if handover is not None:
+        res = _run_handover(handover, method, pb, make_start(init, method, pb, intercept_scaling, n), why,
+                            classes=classes, C=C, intercept_scaling=intercept_scaling, n=n, history=history,
+                            record_every=record_every, verbose=verbose)
+        return finish_result(res, handover.method if res.method != method.name else method, throw)
     if C_arr.ndim == 1:
         pb = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
         start = make_start(init, method, pb.replace(C=pb.C[0]), intercept_scaling, n)
@@ -451,6 +458,63 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     if why is not None:
         res.extras["auto"] = why
     return finish_result(res, method, throw)
+
+
+def _run_handover(ho, method, pb, start, why, *, classes, C, intercept_scaling, n, history, record_every,
+                  verbose) -> Result:
+    """auto's first method, then, if it has not certified, ``ho.method`` (``Auto.handover``): one
+    Result, the last stage's, with the stages in ``extras["stages"]``, the timings summed and the
+    histories joined (iterations and times of a stage follow on from the one before)."""
+    def stage(m, st, cap):
+        out, hist, timings = driver.run(m, pb, st, max_iter=cap, history=history, record_every=record_every,
+                                        verbose=verbose)
+        return to_result(out, hist, timings, m, pb, classes, C, intercept_scaling, n)
+
+    def rel(r):
+        return float(r.relative_gap)
+
+    runs = [stage(method, start, ho.check)]
+    first = runs[-1]
+    if first.status == Status.MAX_ITER and rel(first) <= ho.go_on and ho.cap > ho.check:
+        # the same method resumed exactly (its carried state) for the rest of its passes
+        runs.append(stage(method, make_start(first, method, pb, intercept_scaling, n), ho.cap - ho.check))
+        first = runs[-1]
+    note = why
+    if first.status == Status.MAX_ITER:
+        nxt = ho.method.canonical(pb.dtype)
+        nxt.validate(pb)
+        passes = sum(r.iterations for r in runs)
+        warm = rel(first) <= ho.warm_within
+        runs.append(stage(nxt, make_start(first if warm else None, nxt, pb, intercept_scaling, n),
+                          nxt.default_max_iter(pb)))
+        note = (f"{why}; it had not certified after {passes} passes (relative gap {rel(first):.2g}), so "
+                f"{ho.label} took over"
+                f"{' from its point' if warm else ' from zero'}")
+    res = runs[-1]
+    res.extras["auto"] = note
+    res.extras["stages"] = [dict(method=r.method, status=r.status, iterations=r.iterations,
+                                 relative_gap=rel(r), **r.timings) for r in runs]
+    res.timings = {k: sum(r.timings.get(k, 0.0) for r in runs) for k in ("compile", "run")}
+    if history:
+        res.history = _join_histories([r.history for r in runs], [r.iterations for r in runs])
+    return res
+
+
+def _join_histories(hists, iterations):
+    """One history table from the stages': each stage's iterations and times offset by the ones before."""
+    out, it0, t0 = {}, 0, 0.0
+    for h, k in zip(hists, iterations):
+        if not h:
+            continue
+        part = dict(h)
+        part["iteration"] = np.asarray(h["iteration"]) + it0
+        if "time" in part:
+            part["time"] = np.asarray(h["time"]) + t0
+            t0 = float(part["time"][-1]) if len(part["time"]) else t0
+        for key, v in part.items():
+            out[key] = np.concatenate([out[key], np.asarray(v)]) if key in out else np.asarray(v)
+        it0 += int(k)
+    return out
 
 
 def attach_support_vectors(res, X, pb, n):

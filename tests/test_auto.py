@@ -82,6 +82,38 @@ def test_default_solve_is_auto_and_matches_liblinear():
         assert same.method == name and float(same.primal_objective) == float(r.primal_objective)
 
 
+@pytest.mark.parametrize("C, stages", [(100.0, ["dual_cd", "alm"]), (10.0, ["dual_cd", "dual_cd", "alm"])])
+def test_hinge_at_large_C_hands_over_to_alm_and_certifies_liblinears_optimum(C, stages):
+    """dual CD's passes grow with C: where 300 passes did not certify the default solve goes on to
+    1000 (gap within 0.1 at 300: C = 10 on heart_scale) or hands over to Jacobi-scaled alm at once
+    (C = 100: gap 0.78), and certifies. Checked against LIBLINEAR's optimum (LinearSVC, dual CD to
+    1e-7, 200,000-pass cap) with w, b evaluated in numpy float64; the certificate's D is below it."""
+    from references import linearsvc, objective
+
+    X, y = load("heart_scale")
+    kw = dict(C=C, intercept_scaling=1.0)
+    r = svmopt.solve(X, y, history=True, **kw)
+    assert r.status == Status.CONVERGED and r.method == "alm"
+    got = r.extras["stages"]
+    assert [s["method"] for s in got] == stages
+    assert [s["status"] for s in got] == [Status.MAX_ITER] * (len(stages) - 1) + [Status.CONVERGED]
+    assert [s["iterations"] for s in got][:-1] == [300, 700][:len(stages) - 1]
+    assert "took over" in r.extras["auto"] and r.iterations == got[-1]["iterations"]
+    assert r.timings["run"] == pytest.approx(sum(s["run"] for s in got))
+    # the histories follow on from each other: one row per iteration of every stage, plus each start
+    it = r.history["iteration"]
+    assert len(it) == sum(s["iterations"] + 1 for s in got) and np.all(np.diff(it) >= 0)
+    assert it[-1] == sum(s["iterations"] for s in got)
+    ref = linearsvc("heart_scale", 1, C=C, bias=1.0)[0]
+    P = objective(X, y, np.asarray(r.w, float), float(r.b), C, 1, bias_regularized=True)
+    assert ref * (1 - 1e-6) <= P <= ref * (1 + 1e-3)
+    assert float(r.dual_objective) <= ref * (1 + 1e-6)
+    # a max_iter of the caller's is kept: dual_cd alone, at its cap
+    with pytest.warns(svmopt.ConvergenceWarning, match="adapt_mu=True"):
+        capped = svmopt.solve(X, y, max_iter=300, **kw)
+    assert capped.method == "dual_cd" and capped.status == Status.MAX_ITER and "stages" not in capped.extras
+
+
 def test_other_entry_points_default_to_auto():
     X, y = load("heart_scale")
     mc = svmopt.solve_multiclass(X, y, loss=squared_hinge)

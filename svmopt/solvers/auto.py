@@ -23,7 +23,9 @@ The decision table (first match wins; every row certifies the relative duality g
   a loss whose dual is a bounded box (the         dual_cd                    LIBLINEAR's -s 3 as one
   hinge), l2, no free intercept (the bias                                    compiled call per pass;
   feature or none), on the CPU with the                                      shrinking fixes most of
-  compiled pass (svmopt._dcd.available())                                    alpha at a bound early
+  compiled pass (svmopt._dcd.available())                                    alpha at a bound early;
+                                                                             then alm if uncertified
+                                                                             (the hand-over, below)
   any other loss with an l2-type regularizer      alm(precondition=True,     Jacobi-scaled ALM steps,
                                                       adapt_mu=True)         penalty adapted on a stall
   (the hinge with a free intercept or off the
@@ -35,17 +37,49 @@ On accelerators every row that runs is matvecs only: dual CD's pass is a per-coo
 (a kernel launch per coordinate under XLA there), so the dual_cd row applies on the CPU only.
 The measurements behind it (time to a certified 1e-2 / 1e-3 gap against LIBLINEAR's best, same
 run) are in docs/auto.md and bench/results/.
+
+The hand-over (``Auto.handover``). dual CD's passes to a certified gap grow about in proportion
+to C (the hinge, a9a: 126 passes at C = 1, 415 at 3, 1250 at 10, 11137 at 100), while
+Jacobi-scaled ALM's iterations hardly depend on C (a9a: 830 to 1630). So where auto picked
+dual_cd and the caller gave no ``max_iter``, ``svmopt.solve`` (one C, eager) runs it for 300
+passes; if they did not certify, it goes on to dual_cd's 1000 passes where the relative gap is
+within 0.1 (or the data are wide: there the gap of dual CD's w says little about its progress,
+news20-bin C = 1 is at 0.15 after 300 passes and certified after 589), and otherwise, or if the
+1000 did not certify either, hands over to ``alm(precondition=True, adapt_mu=True)``. ALM
+starts from dual CD's (w, alpha) on wide data (news20-bin C = 3 / 10, gaps 0.38 / 0.37 after
+1000 passes: 354 / 521 ALM iterations, against 1910 / 2368 from zero) and on tall data when the
+gap is within 10 tol (a9a C = 10 at 1.3e-3: 5 iterations); further away on tall data it starts
+from zero (a9a C = 100 from the point of 300 passes at gap 0.82: 3856 iterations, from zero
+1461; ijcnn1 C = 100 at 1.3e-2: 4.2 against 3.0 s). Default solve, float32 + bias feature, wall:
+a9a C = 10 / 100 0.9 / 4.0 s, ijcnn1 C = 30 / 100 0.7 / 4.7 s, dense-gen 50k C = 30 / 100 3.5 /
+9.5 s, news20-bin C = 3 / 10 2.3 / 3.0 s, all certified (before: MAX_ITER after 1000 passes
+except ijcnn1 C = 30). ``Result.method`` then names alm, ``Result.extras["stages"]`` lists what
+ran, the timings add up every stage and the history joins them. Not in a C grid,
+``solve_multiclass``, ``path`` or a traced solve: there dual_cd ends at its cap as before
+(MAX_ITER, and its warning names alm).
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..losses import MissingCapability
 from ._base import Method
 
-__all__ = ["Auto", "auto"]
+__all__ = ["Auto", "Handover", "auto"]
+
+
+class Handover(NamedTuple):
+    """What ``svmopt.solve`` does when auto's first method has not certified (module docstring)."""
+
+    method: Any  # the method that takes over
+    check: int  # the first method's iterations before its gap is judged
+    cap: int  # its iterations in all, where the gap at ``check`` is within ``go_on``
+    go_on: float  # relative gap
+    warm_within: float  # relative gap within which ``method`` starts from the first one's point
+    label: str  # how the note in ``Result.extras["auto"]`` names ``method``
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +138,18 @@ class Auto(Method):
                 continue
             return method, why
         raise first
+
+    def handover(self, pb, method):
+        """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
+        from .alm import alm
+
+        if method.name == "dual_cd" and _bounded_dual(pb):
+            wide = pb.d > pb.n
+            return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
+                            cap=method.default_max_iter(pb), go_on=np.inf if wide else 0.1,
+                            warm_within=np.inf if wide else 10.0 * float(self.tol),
+                            label="alm(precondition=True, adapt_mu=True)")
+        return None
 
     # auto is replaced before a run; reaching the loop protocol is a caller's mistake
     def _unresolved(self, *_):
