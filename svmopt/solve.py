@@ -491,6 +491,9 @@ def _run_handover(ho, method, pb, start, why, *, classes, C, intercept_scaling, 
                 f"{ho.label} took over"
                 f"{' from its point' if warm else ' from zero'}")
     res = runs[-1]
+    if res.status != Status.CONVERGED and rel(first) < rel(res):  # neither certified: the smaller gap stays
+        res = first
+        note += f", and ended at a larger gap ({rel(runs[-1]):.2g}): dual CD's result is kept"
     res.extras["auto"] = note
     res.extras["stages"] = [dict(method=r.method, status=r.status, iterations=r.iterations,
                                  relative_gap=rel(r), **r.timings) for r in runs]
