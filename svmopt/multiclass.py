@@ -31,9 +31,9 @@ from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import batch_axes, check_labels, choose_method, configure_method, finish_problem, make_start, prepare
+from .solve import (batch_axes, check_labels, choose_method, configure_method, finish_problem, hand_over_batch,
+                    make_start, name_handed, prepare)
 from .solvers import Method, auto
-from .solvers._base import DUAL, PRIMAL
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
 
@@ -89,52 +89,6 @@ def _labels(y, n: int):
     """(classes, Y) with Y (K, n) in +-1: row k is 'class k against the rest'."""
     y, classes = check_labels(y, n, "a classifier")
     return classes, np.where(y[None, :] == classes[:, None], 1.0, -1.0)
-
-
-def _hand_over(ho, method, pb, out, hist, timings, classes, *, history, record_every, verbose):
-    """The classes whose run ended at the pass cap, solved again by ``ho.method`` (``Auto.handover``),
-    one after another, from their (w, alpha) where the gap is within ``ho.warm_within``, else from
-    zero; their entries replace the first run's. Returns (out, hist, {class: what happened})."""
-    from .solve import _join_histories
-
-    status = np.asarray(out.status)
-    todo = np.flatnonzero(status == Status.MAX_ITER)
-    if not todo.size:
-        return out, hist, {}
-    nxt = ho.method.canonical(pb.dtype)
-    fields = ("w", "b", "primal", "dual", "gap", "status", "iterations")
-    arr = {f: np.array(getattr(out, f)) for f in fields}
-    alpha = np.array(out.extras["alpha"])
-    rel = np.abs(arr["gap"]) / np.maximum(np.abs(arr["primal"]), 1e-300)
-    handed = {}
-    for k in todo:
-        pbk = pb.replace(y=pb.y[k])
-        nxt.validate(pbk)
-        warm = bool(rel[k] <= ho.warm_within)
-        start = driver.cold_start(nxt, pbk)
-        if warm:
-            start = start._replace(w=jnp.asarray(arr["w"][k]), b=jnp.asarray(arr["b"][k]),
-                                   alpha=jnp.asarray(alpha[k]), level=jnp.asarray(PRIMAL | DUAL, jnp.int32))
-        o, h, t = driver.run(nxt, pbk, start, max_iter=nxt.default_max_iter(pbk), history=history,
-                             record_every=record_every, verbose=verbose, label=_label(classes[k]))
-        handed[_label(classes[k])] = dict(passes=int(arr["iterations"][k]), relative_gap=float(rel[k]),
-                                          warm=warm, status=Status(int(o.status)), iterations=int(o.iterations),
-                                          **t)
-        timings["compile"] += t["compile"]
-        timings["run"] += t["run"]
-        new_rel = abs(float(o.gap)) / max(abs(float(o.primal)), 1e-300)
-        if int(o.status) != Status.CONVERGED and new_rel > rel[k]:  # neither certified: the smaller gap stays
-            handed[_label(classes[k])]["kept"] = method.name
-            continue
-        if history:
-            hist[k] = _join_histories([hist[k], h], [int(arr["iterations"][k]), int(o.iterations)])
-        for f in fields:
-            arr[f][k] = np.asarray(getattr(o, f))
-        alpha[k] = np.asarray(o.extras["alpha"])
-    if all("kept" in v for v in handed.values()):
-        return out, hist, handed
-    # the carried state mixes two methods now: a later init= warm-starts from (w, b, alpha) instead
-    return out._replace(**arr, extras={**out.extras, "alpha": alpha}, state=None), hist, handed
 
 
 def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Regularizer = l2,
@@ -210,14 +164,11 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                                     labels=[_label(c) for c in classes], history=history,
                                     record_every=record_every)
     hist = timings.pop("history", None)
-    name, handed = method.name, {}
+    handed = {}
     if handover is not None:
-        out, hist, handed = _hand_over(handover, method, pb, out, hist, timings, classes, history=history,
-                                       record_every=record_every, verbose=verbose)
-        replaced = sum("kept" not in v for v in handed.values())
-        if replaced:
-            nxt = handover.method.name
-            name = nxt if replaced == K else f"{method.name}+{nxt}"
+        out, hist, handed = hand_over_batch(handover, method, lambda k: pb.replace(y=pb.y[k]), out, hist, timings,
+                                            [_label(c) for c in classes], history=history,
+                                            record_every=record_every, verbose=verbose)
 
     w, b = out.w, out.b
     if intercept_scaling is not None:  # the bias feature's weight, back in the data's units
@@ -228,16 +179,14 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         extras["alpha"] = np.asarray(extras["alpha"])[:, :n]
     res = MulticlassResult(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap,
                            status=np.asarray(out.status), iterations=np.asarray(out.iterations),
-                           method=name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
+                           method=method.name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
                            history=hist,
                            extras=extras, intercept_scaling=intercept_scaling, state=out.state,
                            tol=float(np.asarray(method.tol)))
     if why is not None:
         res.extras["auto"] = why
     if handed:
-        res.extras["auto"] += (f"; {handover.label} took over the classes dual CD had not certified in its "
-                               f"{handover.cap} passes")
-        res.extras["handover"] = handed
+        name_handed(res, method, handover, handed, K, "classes")
     if pb.kernel is not None:
         alpha = np.asarray(res.extras["alpha"])  # (K, n)
         sv = np.flatnonzero(np.any(alpha > 0, axis=0))

@@ -21,8 +21,8 @@ from . import driver
 from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import (attach_support_vectors, check_C, choose_method, configure_method, finish_problem, make_start,
-                    prepare, to_result)
+from .solve import (attach_support_vectors, check_C, choose_method, configure_method, finish_problem,
+                    hand_over_batch, make_start, name_handed, prepare, to_result)
 from .solvers import Method, auto
 
 __all__ = ["path"]
@@ -49,7 +49,9 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     pb, classes, _ = prepare(X, y, loss=loss, reg=reg, C=float(C_arr[0]), fit_intercept=fit_intercept,
                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                 layout=layout, bucket=kernel is None)
+    chooser = method
     method, why = choose_method(method, pb, kernel)
+    handover = chooser.handover(pb, method) if why is not None and max_iter is None else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
     order = np.argsort(C_arr, kind="stable")
@@ -75,14 +77,24 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
         prev = _Warm(w=None if kernel_model else out.w, b=None if kernel_model else out.b,
                      alpha=out.extras.get("alpha"))
         prev_C = c
-    total = time.perf_counter() - t0
     stacked = jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(v) for v in a]), *outs)
-    res = to_result(stacked, None, {"compile": compile_time, "run": float(per_C.sum()), "per_C": per_C,
+    handed, timings = {}, {"compile": compile_time, "run": 0.0}
+    if handover is not None:  # the C values dual CD left uncertified, each handed to alm (solvers.auto)
+        stacked, hists, handed = hand_over_batch(
+            handover, method, lambda k: pb.replace(C=jnp.asarray(float(C_arr[k]), pb.dtype)), stacked,
+            hists if history else None, timings, [f"C={c:g}" for c in C_arr], history=history,
+            record_every=record_every, verbose=verbose)
+        for h in handed.values():
+            per_C[h["index"]] += h["run"]
+    total = time.perf_counter() - t0
+    res = to_result(stacked, None, {"compile": timings["compile"], "run": float(per_C.sum()), "per_C": per_C,
                                     "total": total}, method, pb, classes, C_arr, intercept_scaling, n)
     res.extras["order"] = order
     res.history = hists if history else None
     if why is not None:
         res.extras["auto"] = why
+    if handed:
+        name_handed(res, method, handover, handed, C_arr.size, "C values")
     if np.any(np.asarray(res.status) != Status.CONVERGED):
         bad = [f"C={C_arr[i]:g}: {Status(int(s)).name}" for i, s in enumerate(np.asarray(res.status))
                if s != Status.CONVERGED]

@@ -430,10 +430,10 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                                     dtype=dtype, layout=layout, bucket=bucket and kernel is None)
     chooser = method
     method, why = choose_method(method, pb, kernel)
-    handover = chooser.handover(pb, method) if why is not None and max_iter is None and C_arr.ndim == 0 else None
+    handover = chooser.handover(pb, method) if why is not None and max_iter is None else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
-    if handover is not None:
+    if handover is not None and C_arr.ndim == 0:
         res = _run_handover(handover, method, pb, make_start(init, method, pb, intercept_scaling, n), why,
                             classes=classes, C=C, intercept_scaling=intercept_scaling, n=n, history=history,
                             record_every=record_every, verbose=verbose)
@@ -447,6 +447,11 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
                                         labels=[f"C={c:g}" for c in C_arr], history=history,
                                         record_every=record_every)
         hist = timings.pop("history", None)
+        handed = {}
+        if handover is not None:
+            out, hist, handed = hand_over_batch(handover, method, lambda k: pb.replace(C=pb.C[k]), out, hist, timings,
+                                                [f"C={c:g}" for c in C_arr], history=history,
+                                                record_every=record_every, verbose=verbose)
     else:
         start = make_start(init, method, pb, intercept_scaling, n)
         out, hist, timings = driver.run(method, pb, start, max_iter=max_iter, history=history,
@@ -457,7 +462,20 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
         attach_support_vectors(res, X, pb, n)
     if why is not None:
         res.extras["auto"] = why
+    if C_arr.ndim == 1 and handed:
+        name_handed(res, method, handover, handed, C_arr.size, "grid points")
     return finish_result(res, method, throw)
+
+
+def name_handed(res: Result, method, ho, handed: dict, size: int, what: str):
+    """Result.method and extras after ``hand_over_batch``: the method that ran last for every problem
+    ("alm"), or both ("dual_cd+alm"); ``extras["handover"]`` says what happened to each."""
+    replaced = sum("kept" not in v for v in handed.values())
+    if replaced:
+        res.method = ho.method.name if replaced == size else f"{method.name}+{ho.method.name}"
+    res.extras["auto"] = (res.extras.get("auto", "") + f"; {ho.label} took over the {what} dual CD had not "
+                          f"certified in its {ho.cap} passes")
+    res.extras["handover"] = handed
 
 
 def _run_handover(ho, method, pb, start, why, *, classes, C, intercept_scaling, n, history, record_every,
@@ -501,6 +519,52 @@ def _run_handover(ho, method, pb, start, why, *, classes, C, intercept_scaling, 
     if history:
         res.history = _join_histories([r.history for r in runs], [r.iterations for r in runs])
     return res
+
+
+def hand_over_batch(ho, method, problem, out, hist, timings, labels, *, history, record_every, verbose):
+    """The problems of a batch (``out``: a Summary with a leading axis; ``problem(k)``: the k-th
+    Problem) whose run ended at the pass cap, solved again by ``ho.method`` (``Auto.handover``), one
+    after another, from their (w, alpha) where the gap is within ``ho.warm_within``, else from zero.
+    Their entries replace the first run's unless the new run is uncertified with a larger gap.
+    ``timings`` (compile, run) grow in place. Returns (out, hist, {label: what happened})."""
+    status = np.asarray(out.status)
+    todo = np.flatnonzero(status == Status.MAX_ITER)
+    if not todo.size:
+        return out, hist, {}
+    nxt = ho.method.canonical(problem(0).dtype)
+    fields = ("w", "b", "primal", "dual", "gap", "status", "iterations")
+    arr = {f: np.array(getattr(out, f)) for f in fields}
+    alpha = np.array(out.extras["alpha"])
+    rel = np.abs(arr["gap"]) / np.maximum(np.abs(arr["primal"]), 1e-300)
+    handed = {}
+    for k in todo:
+        pbk = problem(k)
+        nxt.validate(pbk)
+        warm = bool(rel[k] <= ho.warm_within)
+        start = driver.cold_start(nxt, pbk)
+        if warm:
+            start = start._replace(w=jnp.asarray(arr["w"][k]), b=jnp.asarray(arr["b"][k]),
+                                   alpha=jnp.asarray(alpha[k]), level=jnp.asarray(PRIMAL | DUAL, jnp.int32))
+        o, h, t = driver.run(nxt, pbk, start, max_iter=nxt.default_max_iter(pbk), history=history,
+                             record_every=record_every, verbose=verbose, label=labels[k])
+        handed[labels[k]] = dict(index=int(k), passes=int(arr["iterations"][k]), relative_gap=float(rel[k]),
+                                          warm=warm, status=Status(int(o.status)), iterations=int(o.iterations),
+                                          **t)
+        timings["compile"] += t["compile"]
+        timings["run"] += t["run"]
+        new_rel = abs(float(o.gap)) / max(abs(float(o.primal)), 1e-300)
+        if int(o.status) != Status.CONVERGED and new_rel > rel[k]:  # neither certified: the smaller gap stays
+            handed[labels[k]]["kept"] = method.name
+            continue
+        if history and hist is not None:
+            hist[k] = _join_histories([hist[k], h], [int(arr["iterations"][k]), int(o.iterations)])
+        for f in fields:
+            arr[f][k] = np.asarray(getattr(o, f))
+        alpha[k] = np.asarray(o.extras["alpha"])
+    if all("kept" in v for v in handed.values()):
+        return out, hist, handed
+    # the carried state mixes two methods now: a later init= warm-starts from (w, b, alpha) instead
+    return out._replace(**arr, extras={**out.extras, "alpha": alpha}, state=None), hist, handed
 
 
 def _join_histories(hists, iterations):

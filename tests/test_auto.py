@@ -114,6 +114,28 @@ def test_hinge_at_large_C_hands_over_to_alm_and_certifies_liblinears_optimum(C, 
     assert capped.method == "dual_cd" and capped.status == Status.MAX_ITER and "stages" not in capped.extras
 
 
+@pytest.mark.parametrize("entry", ["grid", "path"])
+def test_a_C_grid_and_a_path_hand_their_uncertified_C_values_over(entry):
+    """solve with a C grid and svmopt.path hand each C value dual CD left uncertified to alm, as a
+    single solve does; the others keep dual_cd's result. At C = 100 the result is at LIBLINEAR's
+    optimum (LinearSVC, as above); a caller's max_iter keeps dual_cd alone."""
+    from references import linearsvc, objective
+
+    X, y = load("heart_scale")
+    fn = svmopt.path if entry == "path" else svmopt.solve
+    Cs = np.array([1.0, 100.0])
+    r = fn(X, y, C=Cs, intercept_scaling=1.0)
+    assert r.method == "dual_cd+alm" and np.all(np.asarray(r.status) == Status.CONVERGED)
+    assert list(r.extras["handover"]) == ["C=100"] and r.extras["handover"]["C=100"]["passes"] == 1000
+    ref = linearsvc("heart_scale", 1, C=100.0, bias=1.0)[0]
+    P = objective(X, y, np.asarray(r.w[1], float), float(r.b[1]), 100.0, 1, bias_regularized=True)
+    assert ref * (1 - 1e-6) <= P <= ref * (1 + 1e-3)
+    assert float(np.asarray(r.dual_objective)[1]) <= ref * (1 + 1e-6)
+    with pytest.warns(svmopt.ConvergenceWarning):
+        capped = fn(X, y, C=Cs, intercept_scaling=1.0, max_iter=1000)
+    assert capped.method == "dual_cd" and int(np.asarray(capped.status)[1]) == Status.MAX_ITER
+
+
 def test_other_entry_points_default_to_auto():
     X, y = load("heart_scale")
     mc = svmopt.solve_multiclass(X, y, loss=squared_hinge)

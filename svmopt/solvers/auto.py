@@ -54,13 +54,13 @@ from zero (a9a C = 100 from the point of 300 passes at gap 0.82: 3856 iterations
 a9a C = 10 / 100 0.9 / 4.0 s, ijcnn1 C = 30 / 100 0.7 / 4.7 s, dense-gen 50k C = 30 / 100 3.5 /
 9.5 s, news20-bin C = 3 / 10 2.3 / 3.0 s, all certified (before: MAX_ITER after 1000 passes
 except ijcnn1 C = 30). ``Result.method`` then names alm, ``Result.extras["stages"]`` lists what
-ran, the timings add up every stage and the history joins them. ``solve_multiclass`` (one-vs-rest)
-runs its classes to dual_cd's cap together, then hands each uncertified one to the same alm
-(warm by the same rule), one after another (letter C = 100: 17 of 26 classes uncertified
-before, 5 after, none with a larger gap; ``Result.method`` "dual_cd+alm", per class in
-``extras["handover"]``). Where alm ends uncertified with a larger gap, the first result stays.
-Not in a C grid, ``path`` or a traced solve: there dual_cd ends at its cap as before (MAX_ITER,
-and its warning names alm).
+ran, the timings add up every stage and the history joins them. ``solve_multiclass``
+(one-vs-rest), ``solve`` with a C grid and ``svmopt.path`` run their problems to dual_cd's cap,
+then hand each uncertified one to the same alm (warm by the same rule), one after another
+(letter C = 100: 17 of 26 classes uncertified before, 5 after, none with a larger gap;
+``Result.method`` "dual_cd+alm", per problem in ``extras["handover"]``). Where alm ends
+uncertified with a larger gap, the first result stays. Not in a traced solve (inside the
+caller's jit / vmap): there dual_cd ends at its cap as before (MAX_ITER, its warning names alm).
 """
 from __future__ import annotations
 
