@@ -192,3 +192,19 @@ def test_goal_path_is_the_first_iterate_within_each_threshold():
             assert err(k - 1) > t
         ks.append(k)
     assert ks[0] <= ks[1]
+
+
+def test_large_c_bench_runs_and_its_default_row_is_within_tol(tmp_path):
+    """bench.large_c on a small dense-gen: one row per C, the C = 100 default solve handed over to
+    alm and within its tol of the float64 f* the bench computes, LIBLINEAR's column filled in."""
+    from bench import large_c
+
+    out = tmp_path / "large_c.md"
+    large_c.main(["--datasets", "dense-gen", "--dense-rows", "3000", "--C", "1,100", "--repeats", "1",
+                  "--out", str(out)])
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| dense-gen")]
+    assert len(rows) == 2
+    cells = [c.strip() for c in rows[1].split("|")[1:-1]]
+    assert cells[1] == "100" and cells[3].startswith("CONVERGED") and "alm" in cells[3]
+    assert float(cells[5]) <= 1e-3
+    assert cells[7] != "absent" and cells[7].count("(") == 3
