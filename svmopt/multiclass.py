@@ -31,8 +31,8 @@ from .losses import Loss, hinge
 from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import (batch_axes, check_labels, choose_method, configure_method, finish_problem, hand_over_batch,
-                    make_start, name_handed, prepare)
+from .solve import (batch_axes, check_labels, choose_method, conditioning_hint, configure_method, finish_problem,
+                    hand_over_batch, make_start, name_handed, prepare)
 from .solvers import Method, auto
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
@@ -195,7 +195,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         res.dual_coef = alpha[:, sv] * Y[:, sv]
         res.extras["support"] = sv
     if not res.converged:
-        msg = f"{method.name} one-vs-rest: {res.message}"
+        msg = f"{res.method} one-vs-rest: {res.message}" + conditioning_hint(pb, C)
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=3)

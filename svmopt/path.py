@@ -21,8 +21,8 @@ from . import driver
 from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import (attach_support_vectors, check_C, choose_method, configure_method, finish_problem,
-                    hand_over_batch, make_start, name_handed, prepare, to_result)
+from .solve import (attach_support_vectors, check_C, choose_method, conditioning_hint, configure_method,
+                    finish_problem, hand_over_batch, make_start, name_handed, prepare, to_result)
 from .solvers import Method, auto
 
 __all__ = ["path"]
@@ -98,7 +98,9 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     if np.any(np.asarray(res.status) != Status.CONVERGED):
         bad = [f"C={C_arr[i]:g}: {Status(int(s)).name}" for i, s in enumerate(np.asarray(res.status))
                if s != Status.CONVERGED]
-        msg = f"{method.name} path: {len(bad)} of {C_arr.size} solves not certified ({'; '.join(bad[:5])})"
+        failed = C_arr[np.asarray(res.status) != Status.CONVERGED]
+        msg = (f"{res.method} path: {len(bad)} of {C_arr.size} solves not certified ({'; '.join(bad[:5])})"
+               + conditioning_hint(pb, np.max(failed)))
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=2)

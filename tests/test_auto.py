@@ -1,4 +1,6 @@
 """method="auto" (the default): a certified method for every loss / regularizer pair it accepts."""
+import re
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,23 @@ def test_a_C_grid_and_a_path_hand_their_uncertified_C_values_over(entry):
     with pytest.warns(svmopt.ConvergenceWarning):
         capped = fn(X, y, C=Cs, intercept_scaling=1.0, max_iter=1000)
     assert capped.method == "dual_cd" and int(np.asarray(capped.status)[1]) == Status.MAX_ITER
+
+
+def test_an_uncertified_run_on_a_nearly_hard_margin_problem_says_to_scale():
+    """The warning of a run that did not certify names C max_i ||x_i||^2 when it exceeds 1e4
+    (pendigits' raw 0..100 features: 16 x 100^2 at most, numpy's figure below), and stays silent
+    about it on a9a (15 at C = 1); one-vs-rest says it too."""
+    X, y = load("pendigits")
+    yb = np.where(y == 0, 1.0, -1.0)
+    q = float(np.max(np.asarray(X.multiply(X).sum(axis=1)).ravel() + 1.0))  # + the bias feature
+    with pytest.warns(svmopt.ConvergenceWarning, match=re.escape(f"C max_i ||x_i||^2 is {q:.2g}") + ".*scaled"):
+        svmopt.solve(X, yb, intercept_scaling=1.0, max_iter=20)
+    with pytest.warns(svmopt.ConvergenceWarning, match="hard margin"):
+        svmopt.solve_multiclass(X, y, intercept_scaling=1.0, max_iter=20)
+    Xa, ya = load("a9a")
+    with pytest.warns(svmopt.ConvergenceWarning) as rec:
+        svmopt.solve(Xa, ya, intercept_scaling=1.0, max_iter=20)
+    assert not any("hard margin" in str(w.message) for w in rec)
 
 
 def test_other_entry_points_default_to_auto():

@@ -352,7 +352,7 @@ class DualCD(Method):
             return ("dual CD needs more passes the larger C is (the passes it takes grow about in "
                     "proportion to C); raise max_iter, or try method=svmopt.solvers.alm(precondition=True, "
                     "adapt_mu=True), which certified the hinge where 1000 passes did not (a9a at C = 10 "
-                    "and 100, ijcnn1 at C = 100); the default method (auto) hands over to it by itself for one C "
+                    "and 100, ijcnn1 at C = 100); the default method (auto) hands over to it by itself "
                     "(svmopt.solvers.auto)")
         return None
 
