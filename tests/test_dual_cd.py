@@ -63,7 +63,8 @@ def reference(X, y, loss, bias=None, sample_weight=None):
         from sklearn.svm import LinearSVC
 
         svc = LinearSVC(loss="hinge" if loss == "hinge" else "squared_hinge", dual=True, tol=1e-10,
-                        max_iter=200000, C=1.0, fit_intercept=bias is not None, intercept_scaling=bias or 1.0)
+                        max_iter=200000, C=1.0, fit_intercept=bias is not None, intercept_scaling=bias or 1.0,
+                        random_state=0)  # its coordinate order: unseeded, a run can end at the pass cap
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             svc.fit(X, y, sample_weight=sample_weight)
