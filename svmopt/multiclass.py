@@ -150,6 +150,8 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     method, why = choose_method(method, pb, kernel)
     handover = chooser.handover(pb, method) if why is not None and max_iter is None and Y is not None else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    if handover is not None:  # the batch's problems run to the hand-over's cap (wide data: 100 passes)
+        max_iter = min(max_iter, handover.cap)
     method = method.canonical(pb.dtype)
     K, n_pad = len(classes), pb.n
     if Y is not None:

@@ -53,6 +53,8 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     method, why = choose_method(method, pb, kernel)
     handover = chooser.handover(pb, method) if why is not None and max_iter is None else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    if handover is not None:  # the batch's problems run to the hand-over's cap (wide data: 100 passes)
+        max_iter = min(max_iter, handover.cap)
     method = method.canonical(pb.dtype)
     order = np.argsort(C_arr, kind="stable")
     outs: list = [None] * C_arr.size

@@ -432,6 +432,8 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     method, why = choose_method(method, pb, kernel)
     handover = chooser.handover(pb, method) if why is not None and max_iter is None else None
     pb, max_iter = finish_problem(pb, method, kernel, max_iter)
+    if handover is not None:  # the batch's problems run to the hand-over's cap (wide data: 100 passes)
+        max_iter = min(max_iter, handover.cap)
     method = method.canonical(pb.dtype)
     if handover is not None and C_arr.ndim == 0:
         res = _run_handover(handover, method, pb, make_start(init, method, pb, intercept_scaling, n), why,

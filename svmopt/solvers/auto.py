@@ -74,6 +74,8 @@ from ._base import Method
 
 __all__ = ["Auto", "Handover", "auto"]
 
+WIDE_PASSES = 100  # dual CD's passes on wide data before dual_newton takes over (module docstring)
+
 
 class Handover(NamedTuple):
     """What ``svmopt.solve`` does when auto's first method has not certified (module docstring)."""
@@ -146,12 +148,14 @@ class Auto(Method):
     def handover(self, pb, method):
         """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
         from .alm import alm
+        from .dual_newton import dual_newton
 
         if method.name == "dual_cd" and _bounded_dual(pb):
-            wide = pb.d > pb.n
+            if pb.d > pb.n:  # wide: projected Newton on the dual from dual CD's alpha after 100 passes
+                return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
+                                warm_within=np.inf, label="dual_newton")
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
-                            cap=method.default_max_iter(pb), go_on=np.inf if wide else 0.1,
-                            warm_within=np.inf if wide else 10.0 * float(self.tol),
+                            cap=method.default_max_iter(pb), go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
         return None
 

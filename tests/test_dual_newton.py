@@ -1,0 +1,167 @@
+"""Projected Newton on the box dual (``dual_newton``) against LIBLINEAR on wide real data (news20:
+more features than rows), its float32 certificate near a hard margin, and auto's hand-over to it."""
+import warnings
+from functools import lru_cache
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import jax.numpy as jnp
+
+import svmopt
+from svmopt.losses import MissingCapability, hinge, squared_hinge
+from svmopt.regularizers import l1
+from svmopt.result import Status
+from svmopt.solvers import dual_cd, dual_newton
+from references import load, objective
+
+F64 = jnp.float64
+
+
+@lru_cache(maxsize=None)
+def wide():
+    """news20 (20 classes, 62,061 features): every 5th row, 3000 rows, classes 1-10 against 11-20."""
+    X, y = load("news20")
+    return X[::5][:3000].tocsr(), np.where(y[::5][:3000] <= 10, 1.0, -1.0)
+
+
+@lru_cache(maxsize=None)
+def flipped():
+    """``wide`` with its first three rows repeated under the opposite label: Q = Y X X^T Y is
+    singular along each pair while the dual gradient there is -2."""
+    X, y = wide()
+    return sp.vstack([X, X[:3]]).tocsr(), np.r_[y, -y[:3]]
+
+
+def liblinear(data, p, C):
+    """LIBLINEAR's optimum (LinearSVC: dual CD, its pass rule to 1e-10, seeded order) with the bias
+    feature -B 1, evaluated in numpy float64."""
+    return _liblinear(data, p, C)
+
+
+@lru_cache(maxsize=None)
+def _liblinear(data, p, C):
+    from sklearn.svm import LinearSVC
+
+    X, y = {"wide": wide, "flipped": flipped}[data]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LinearSVC(loss={1: "hinge", 2: "squared_hinge"}[p], dual=True, tol=1e-10, max_iter=1_000_000, C=C,
+                      intercept_scaling=1.0, random_state=0).fit(X, y)
+    w, b = m.coef_.ravel().astype(float), float(m.intercept_[0])
+    return objective(X, y, w, b, C, p) + 0.5 * b * b
+
+
+def P64(X, y, r, C, p):
+    """The bias-feature objective of a result's (w, b), in numpy float64."""
+    b = float(r.b)
+    return objective(X, y, np.asarray(r.w, float), b, C, p) + 0.5 * b * b
+
+
+@pytest.mark.parametrize("p, C", [(1, 1.0), (1, 100.0), (2, 1.0)], ids=["hinge-C1", "hinge-C100", "sqhinge-C1"])
+def test_certifies_liblinears_optimum_on_wide_data(p, C):
+    """From zero, float64 to a 1e-8 gap: LIBLINEAR's optimum to 1e-6 (its own pass rule leaves it
+    up to 1e-7 above ours at C = 100), the reported P is the numpy objective of (w, b), and D is
+    below the optimum. float32 at the default tol certifies too, within tol of it."""
+    X, y = wide()
+    loss = {1: hinge, 2: squared_hinge}[p]
+    ref = liblinear("wide", p, C)
+    r = svmopt.solve(X, y, loss=loss, C=C, intercept_scaling=1.0, method=dual_newton(tol=1e-8), dtype=F64)
+    assert r.status == Status.CONVERGED and r.method == "dual_newton"
+    P = P64(X, y, r, C, p)
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
+    assert abs(P - ref) <= 1e-6 * ref and float(r.dual_objective) <= ref * (1 + 1e-9)
+    r32 = svmopt.solve(X, y, loss=loss, C=C, intercept_scaling=1.0, method=dual_newton)
+    assert r32.status == Status.CONVERGED
+    assert ref * (1 - 1e-6) <= P64(X, y, r32, C, p) <= ref * (1 + 1.1e-3)
+
+
+@pytest.mark.parametrize("dtype", [F64, jnp.float32])
+def test_rows_repeated_with_opposite_labels(dtype):
+    """Three rows repeated under the other label (news20-bin has two such pairs): warm from 30 dual CD
+    passes, the damped Newton systems keep CG finite and the run certifies LIBLINEAR's optimum (with
+    damping=0 the float64 run STALLED after 20 steps: CG's direction ran off along the pairs)."""
+    X, y = flipped()
+    C = 10.0
+    ref = liblinear("flipped", 1, C)
+    tol = 1e-6 if dtype == F64 else 1e-3
+    with pytest.warns(svmopt.ConvergenceWarning):
+        first = svmopt.solve(X, y, C=C, intercept_scaling=1.0, method=dual_cd, max_iter=30, dtype=dtype)
+    assert first.status == Status.MAX_ITER
+    r = svmopt.solve(X, y, C=C, intercept_scaling=1.0, method=dual_newton(tol=tol), dtype=dtype, init=first)
+    assert r.status == Status.CONVERGED and r.iterations < 50
+    assert ref * (1 - 1e-6) <= P64(X, y, r, C, 1) <= ref * (1 + tol + 1e-6)
+
+
+def test_float32_certificate_near_a_hard_margin():
+    """A separable Gaussian (500 x 2000) at C = 100: in float32 the support vectors' margins of
+    v = X^T (alpha y) sit at 1 +- rounding and C times their hinge terms swamped P (STALLED at a
+    relative gap of 1.8e-2 with P(v) as the primal point). The primal point s v with the best s
+    certifies, and its P is within tol of the float64 optimum (LinearSVC, pass rule 1e-10)."""
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 2000))
+    y = np.sign(X @ rng.standard_normal(2000) + 20 * rng.standard_normal(500))
+    C = 100.0
+    m = LinearSVC(loss="hinge", dual=True, tol=1e-10, max_iter=1_000_000, C=C, intercept_scaling=1.0,
+                  random_state=0).fit(X, y)
+    wl, bl = m.coef_.ravel(), float(m.intercept_[0])
+    ref = objective(X, y, wl, bl, C, 1) + 0.5 * bl * bl
+    for tol in (1e-3, 1e-4):
+        r = svmopt.solve(X, y, C=C, intercept_scaling=1.0, method=dual_newton(tol=tol))
+        assert r.status == Status.CONVERGED and float(r.extras["scale"]) > 1.0
+        assert ref * (1 - 1e-6) <= P64(X, y, r, C, 1) <= ref * (1 + tol + 1e-6)
+
+
+def test_runtime_numbers_do_not_recompile_and_a_resume_goes_on():
+    """C, tol, damping and the caps are runtime numbers; a run cut at 4 steps and resumed from its
+    alpha takes the steps one run takes and ends at its w (to the rounding of v = X^T (alpha y)
+    formed afresh at the resume instead of updated in place)."""
+    X, y = wide()
+    kw = dict(C=10.0, intercept_scaling=1.0, dtype=F64)
+    whole = svmopt.solve(X, y, method=dual_newton(tol=1e-6), **kw)
+    n0 = svmopt.compile_count()
+    svmopt.solve(X, y, method=dual_newton(tol=1e-5, damping=1e-7, cg_iters=300), C=3.0, intercept_scaling=1.0,
+                 dtype=F64)
+    assert svmopt.compile_count() == n0
+    with pytest.warns(svmopt.ConvergenceWarning, match="wide data"):
+        part = svmopt.solve(X, y, method=dual_newton(tol=1e-6), max_iter=4, **kw)
+    assert part.status == Status.MAX_ITER
+    rest = svmopt.solve(X, y, method=dual_newton(tol=1e-6), init=part, **kw)
+    assert part.iterations + rest.iterations == whole.iterations
+    np.testing.assert_allclose(rest.w, whole.w, rtol=0, atol=1e-6 * np.max(np.abs(whole.w)))
+
+
+def test_what_it_refuses_and_warns_about():
+    X, y = wide()
+    with pytest.raises(MissingCapability, match="free intercept.*intercept_scaling=1.0"):
+        svmopt.solve(X, y, method=dual_newton)
+    with pytest.raises(MissingCapability, match="l2-regularized"):
+        svmopt.solve(X, y, method=dual_newton, reg=l1, intercept_scaling=1.0)
+    with pytest.raises(ValueError, match="damping"):
+        svmopt.solve(X, y, method=dual_newton(damping=-1.0), intercept_scaling=1.0)
+    Xh, yh = load("heart_scale")  # 270 x 13: more rows than features
+    with pytest.warns(UserWarning, match="at least as many rows as features"):
+        r = svmopt.solve(Xh, yh, method=dual_newton, intercept_scaling=1.0, max_iter=5)
+    assert r.status != Status.CONVERGED or float(r.gap) <= 1e-3 * abs(float(r.primal_objective))
+
+
+def test_auto_hands_wide_data_over_to_dual_newton():
+    """The default solve on wide data: 100 dual CD passes, then dual_newton from their alpha (C = 100:
+    dual CD alone needs thousands); certified at LIBLINEAR's optimum. A C grid hands its uncertified
+    C values over to it too, after as many passes."""
+    X, y = wide()
+    C = 100.0
+    ref = liblinear("wide", 1, C)
+    r = svmopt.solve(X, y, C=C, intercept_scaling=1.0, history=True)
+    assert r.status == Status.CONVERGED and r.method == "dual_newton" and "dual_newton took over" in r.extras["auto"]
+    assert [(s["method"], s["iterations"]) for s in r.extras["stages"]][0] == ("dual_cd", 100)
+    assert [s["method"] for s in r.extras["stages"]] == ["dual_cd", "dual_newton"]
+    assert ref * (1 - 1e-6) <= P64(X, y, r, C, 1) <= ref * (1 + 1.1e-3)
+    assert float(r.dual_objective) <= ref * (1 + 1e-6)
+    grid = svmopt.solve(X, y, C=np.array([0.01, C]), intercept_scaling=1.0)
+    assert np.all(np.asarray(grid.status) == Status.CONVERGED) and grid.method == "dual_cd+dual_newton"
+    assert list(grid.extras["handover"]) == ["C=100"] and grid.extras["handover"]["C=100"]["passes"] == 100
+    assert ref * (1 - 1e-6) <= P64(X, y, type("R", (), dict(w=grid.w[1], b=grid.b[1])), C, 1) <= ref * (1 + 1.1e-3)
