@@ -121,6 +121,13 @@ def objectives(method, pb: Problem, st, polish: bool = True):
     return it, primal, jnp.where(jnp.isfinite(best), best, nan), best_alpha
 
 
+def certifies(gap, tol):
+    """A relative gap within tol, and not below -tol: for a convex problem D <= P* <= P, so a gap
+    further below 0 than rounding is no certificate (a kernel that is not positive semidefinite made
+    nesvm's D exceed its P by 2.3 P, and the run said CONVERGED)."""
+    return (gap <= tol) & (gap >= -tol)
+
+
 def relative_gap(primal, dual):
     tiny = jnp.finfo(jnp.result_type(primal)).tiny
     return (primal - dual) / jnp.maximum(jnp.abs(primal), tiny)
@@ -178,7 +185,10 @@ def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
     status = final_status(code, primal, method.start_objective(pb), finite)
     # a CONVERGED code was certified in the loop; re-check on the reported numbers
     # (the loop certified with its own, equally valid, rounding: allow the rounding of one more pass)
-    ok = relative_gap(primal, dual) <= method.gap_tol() * (1 + 1e-6) + 64 * jnp.finfo(primal.dtype).eps
+    slack = 64 * jnp.finfo(primal.dtype).eps
+    ok = certifies(relative_gap(primal, dual), method.gap_tol() * (1 + 1e-6) + slack)
+    if pb.kernel is not None and not pb.kernel.psd:  # not convex: no gap certifies (kernels.Kernel.psd)
+        ok = False
     status = jnp.where((status == Status.CONVERGED) & ~ok, Status.UNCERTIFIED, status).astype(jnp.int32)
     return Summary(it.w, it.b, primal, dual, gap, status, k, extras, method.carry(pb, st))
 
@@ -217,7 +227,7 @@ def _certify(method, pb, loop: Loop, code, k):
         _, primal, dual, alpha = objectives(method, pb, st)
         dual, alpha = _best(loop, dual, alpha)
         loop = loop._replace(dual=dual, alpha=loop.alpha if alpha is None else alpha, primal=primal)
-        ok = relative_gap(primal, dual) <= method.gap_tol()
+        ok = certifies(relative_gap(primal, dual), method.gap_tol())
         tight = method.tighten(pb, st)
         if tight is None:
             fail = jnp.where(claimed, Status.UNCERTIFIED, code)

@@ -26,17 +26,26 @@ __all__ = ["Kernel", "linear", "rbf", "polynomial", "sigmoid", "from_function", 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)
 class Kernel:
+    """A kernel: ``block(params, A, B)`` the (len(A), len(B)) matrix, ``diag(params, A)`` its diagonal.
+
+    ``psd`` (static): positive semidefinite for every data set. Where it is False (the sigmoid kernel,
+    a polynomial with coef0 < 0) the problem is not convex: the dual is no lower bound on the
+    optimum, no duality gap certifies anything, and a run whose gap closes ends UNCERTIFIED.
+    """
+
     name: str
     block: Callable  # (params, A, B) -> (a, b)
     diag: Callable  # (params, A) -> (a,)   K(x_i, x_i)
     params: Any = field(default_factory=dict)
+    psd: bool = True
 
     def tree_flatten(self):
-        return (self.params,), (self.name, self.block, self.diag)
+        return (self.params,), (self.name, self.block, self.diag, self.psd)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
-        return cls(*aux, children[0])
+        name, block, diag, psd = aux
+        return cls(name, block, diag, children[0], psd)
 
     def __call__(self, A, B):
         return self.block(self.params, A, B)
@@ -105,8 +114,10 @@ def polynomial(degree: int = 3, gamma: float = 1.0, coef0: float = 0.0) -> Kerne
         raise ValueError(f"polynomial needs an integer degree (LIBSVM -d), got {degree}")
     if not isinstance(coef0, jax.core.Tracer) and not (np.ndim(coef0) == 0 and np.isfinite(coef0)):
         raise ValueError(f"polynomial needs a finite coef0, got {coef0}")
+    # (gamma x.z + coef0)^d with coef0 >= 0: a sum of powers of x.z with nonnegative weights (PSD)
+    psd = isinstance(coef0, jax.core.Tracer) or float(coef0) >= 0
     return Kernel("polynomial", _poly_block, _poly_diag,
-                  {"degree": jnp.asarray(degree), "gamma": jnp.asarray(gamma), "coef0": jnp.asarray(coef0)})
+                  {"degree": jnp.asarray(degree), "gamma": jnp.asarray(gamma), "coef0": jnp.asarray(coef0)}, psd)
 
 
 def _sig_block(p, A, B):
@@ -118,17 +129,21 @@ def _sig_diag(p, A):
 
 
 def sigmoid(gamma: float = 1.0, coef0: float = 0.0) -> Kernel:
-    """tanh(gamma x.z + coef0) (LIBSVM -t 3); not positive semidefinite in general."""
+    """tanh(gamma x.z + coef0) (LIBSVM -t 3). Not positive semidefinite in general (breast-cancer,
+    gamma = 1/(d var X): smallest eigenvalue -39): the problem is not convex, and a run ends
+    UNCERTIFIED at best (``Kernel.psd``), as LIBSVM's run ends at a stationary point."""
     _positive("sigmoid", gamma=gamma)
-    return Kernel("sigmoid", _sig_block, _sig_diag, {"gamma": jnp.asarray(gamma), "coef0": jnp.asarray(coef0)})
+    return Kernel("sigmoid", _sig_block, _sig_diag, {"gamma": jnp.asarray(gamma), "coef0": jnp.asarray(coef0)},
+                  psd=False)
 
 
-def from_function(fn: Callable, name: str | None = None) -> Kernel:
-    """A user's pure function fn(A, B) -> (len(A), len(B)) kernel block."""
+def from_function(fn: Callable, name: str | None = None, psd: bool = True) -> Kernel:
+    """A user's pure function fn(A, B) -> (len(A), len(B)) kernel block; ``psd=False`` for one that
+    is not positive semidefinite (no run certifies then, ``Kernel.psd``)."""
     if not callable(fn):
         raise TypeError(f"kernel must be callable fn(A, B), got {fn!r}")
     return Kernel(name or getattr(fn, "__name__", "custom"), lambda p, A, B: fn(A, B),
-                  lambda p, A: jax.vmap(lambda a: fn(a[None, :], a[None, :])[0, 0])(A), {})
+                  lambda p, A: jax.vmap(lambda a: fn(a[None, :], a[None, :])[0, 0])(A), {}, bool(psd))
 
 
 def kernel_diag(kernel: Kernel, X):

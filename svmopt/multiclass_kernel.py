@@ -222,7 +222,9 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
                      classes=classes, timings=timings, extras={"support": sv_rows}, kernel=kernel,
                      support_vectors=X[sv_rows], dual_coef=coef, tol=float(np.asarray(method.tol)), pairs=pairs)
     if not model.converged:
-        msg = f"{method.name} one-vs-one: {model.message}"
+        from .solve import definiteness_hint
+
+        msg = f"{method.name} one-vs-one: {model.message}" + definiteness_hint(pb)
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=2)

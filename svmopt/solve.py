@@ -647,11 +647,20 @@ def finish_result(res: Result, method, throw: bool, what: str = "", pb: Problem 
             if hint:
                 msg += f". {hint}"
         if pb is not None:
-            msg += conditioning_hint(pb, np.max(np.asarray(res.C, float)))
+            msg += conditioning_hint(pb, np.max(np.asarray(res.C, float))) + definiteness_hint(pb)
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=4)
     return res
+
+
+def definiteness_hint(pb: Problem) -> str:
+    """For a kernel that is not positive semidefinite (``Kernel.psd``): why no run certifies."""
+    if pb.kernel is None or pb.kernel.psd:
+        return ""
+    return (f". The {pb.kernel.name} kernel is not positive semidefinite, so the problem is not convex: no duality "
+            "gap certifies its optimum (the dual is no lower bound), and the answer is a stationary point at best, "
+            "as LIBSVM's is; an rbf kernel is")
 
 
 def conditioning_hint(pb: Problem, C_max) -> str:

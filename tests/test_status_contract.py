@@ -172,3 +172,28 @@ def test_contract_larger(name, mname, loss):
     if loss == "hinge" and mname in SMOOTH:
         pytest.skip("newton needs a twice-differentiable loss")
     check_contract(name, 400, mname, loss, "float64")
+
+
+def test_a_kernel_that_is_not_positive_semidefinite_never_certifies():
+    """The sigmoid kernel on heart_scale (gamma 0.5: the smallest eigenvalue of K is -25): the problem
+    is not convex, the dual no lower bound. nesvm reported CONVERGED at a relative gap of -1.3 and
+    alfpgm CONVERGED at 0: now both end short of CONVERGED and the warning says why. The same
+    kernel as a user's function that claims to be PSD (``from_function``) is caught by the gap's
+    sign: a gap below -tol is no certificate."""
+    import jax.numpy as jnp
+
+    from svmopt.kernels import from_function, sigmoid
+    from references import load
+
+    X, y = load("heart_scale")
+    Xd = np.asarray(X.todense())
+    assert np.linalg.eigvalsh(np.tanh(0.5 * Xd @ Xd.T)).min() < -1.0
+    for method in (alfpgm, nesvm):
+        with pytest.warns(ConvergenceWarning, match="not positive semidefinite"):
+            r = svmopt.solve(X, y, kernel=sigmoid(0.5, 0.0), C=10.0, method=method, dtype=jnp.float64)
+        assert r.status != Status.CONVERGED
+    claimed = from_function(lambda A, B: jnp.tanh(0.5 * A @ B.T), name="tanh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        r = svmopt.solve(X, y, kernel=claimed, C=10.0, method=nesvm, dtype=jnp.float64)
+    assert r.status != Status.CONVERGED or -1e-3 <= float(r.relative_gap) <= 1e-3
