@@ -233,6 +233,11 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
     y_pm, classes = encode_labels(y, n)
     C_arr = check_C(C, dt)
     s = check_weights(sample_weight, n)
+    for label, sign in ((classes[0], -1.0), (classes[1], 1.0)):
+        if not np.any(s[np.asarray(y_pm) == sign] > 0):  # a one-class problem: P* = 0, no gap can certify it
+            label = label.item() if isinstance(label, np.generic) else label
+            raise ValueError(f"sample_weight is zero on every row of class {label!r}: only one class has weight, "
+                             "and a classifier needs two")
     if np.max(C_arr) * np.max(s) > float(np.finfo(np.dtype(dt)).max) / 1e3:  # the same margin as check_C
         raise ValueError(f"C * sample_weight reaches {np.max(C_arr) * np.max(s):g}, beyond what "
                          f"{np.dtype(dt).name} can solve with; use dtype=float64 or smaller weights")

@@ -64,6 +64,10 @@ def test_sample_weights():
         svmopt.solve(X, Y, sample_weight=np.zeros(30))
     with pytest.raises(ValueError, match="sample_weight has shape"):
         svmopt.solve(X, Y, sample_weight=np.ones(5))
+    # every row of one class at weight 0: a one-class problem (it ran 5000 iterations to MAX_ITER)
+    label = float(np.max(Y))
+    with pytest.raises(ValueError, match=f"zero on every row of class {label!r}"):
+        svmopt.solve(X, Y, sample_weight=np.where(Y == label, 0.0, 1.0))
 
 
 def test_wrong_building_blocks():
