@@ -259,3 +259,22 @@ def test_every_pair_auto_certifies_the_float64_optimum(loss, reg):
         pytest.xfail("alm's proximal step stalls on hinge + l1 in float32 (gap 1.4e-2 on heart_scale; docs/auto.md)")
     X, y = load("heart_scale")
     _check_pair(loss, reg, X, y)
+
+
+def test_lp_hinge_near_the_hinge_goes_to_alm():
+    """l'' of (1 - m)_+^p is unbounded at the kink for p < 2: newton STALLED at p = 1.05 on heart_scale
+    (and up to p = 1.1 on breast-cancer), so auto sends p < 1.2 to alm, which certifies the optimum of
+    a float64 L-BFGS-B reference; p = 1.5 stays with newton."""
+    from svmopt.losses import lp_hinge
+    from svmopt.solvers.auto import NEWTON_MIN_P
+    from references import lbfgs, objective
+
+    X, y = load("heart_scale")
+    for p, name in ((1.05, "alm"), (NEWTON_MIN_P - 0.01, "alm"), (NEWTON_MIN_P, "newton"), (1.5, "newton")):
+        pb, _, _ = prepare(X, y, loss=lp_hinge(p), reg=l2)
+        assert auto.choose(pb)[0].name == name
+    r = svmopt.solve(X, y, loss=lp_hinge(1.05), dtype=jnp.float64, tol=1e-6)
+    assert r.method == "alm" and r.status == Status.CONVERGED
+    ref_P, _, _ = lbfgs(X, y, 1.05)
+    P = objective(X, y, np.asarray(r.w), float(r.b), 1.0, 1.05)
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-10) and abs(P - ref_P) <= 1e-5 * ref_P
