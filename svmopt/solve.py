@@ -647,7 +647,12 @@ def finish_result(res: Result, method, throw: bool, what: str = "", pb: Problem 
     status = np.asarray(res.status)
     if np.any(status != Status.CONVERGED):
         msg = f"{method.name}{what}: {res.message}"
-        if np.ndim(status) == 0:
+        stages = res.extras.get("stages") if isinstance(res.extras, dict) else None
+        if stages and len(stages) > 1:  # auto's hand-over ran: say what each stage ended with
+            msg += ". The default method ran " + " -> ".join(
+                f"{st['method']} {st['iterations']} ({Status(int(st['status'])).name}, relative gap "
+                f"{st['relative_gap']:.2g})" for st in stages) + f"; the result is {res.method}'s"
+        elif np.ndim(status) == 0:
             hint = method.advice(Status(int(status)))
             if hint:
                 msg += f". {hint}"

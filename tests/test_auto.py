@@ -278,3 +278,17 @@ def test_lp_hinge_near_the_hinge_goes_to_alm():
     ref_P, _, _ = lbfgs(X, y, 1.05)
     P = objective(X, y, np.asarray(r.w), float(r.b), 1.0, 1.05)
     assert P == pytest.approx(float(r.primal_objective), rel=1e-10) and abs(P - ref_P) <= 1e-5 * ref_P
+
+
+def test_a_failed_hand_over_says_what_ran():
+    """Raw diabetes (ages, blood pressures in their units) at C = 100: dual CD and then alm both end
+    uncertified, and dual CD's result (the smaller gap) is kept. The warning named only dual CD and
+    advised alm, which had already run: it now lists the stages and their gaps."""
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes(scaled=False)
+    y = np.where(d.target > np.median(d.target), 1.0, -1.0)
+    with pytest.warns(svmopt.ConvergenceWarning, match=r"The default method ran dual_cd 300 \(MAX_ITER.*-> alm") as rec:
+        r = svmopt.solve(d.data, y, C=100.0, intercept_scaling=1.0)
+    assert r.status != Status.CONVERGED and [s["method"] for s in r.extras["stages"]] == ["dual_cd", "alm"]
+    assert f"the result is {r.method}'s" in str(rec[0].message)
