@@ -312,3 +312,18 @@ def test_fuzz_against_reference(monkeypatch, chunk):
             expected = np.zeros(X.shape[1])
             expected[np.array(idx, int) - (0 if zero_based else 1)] = vals
             np.testing.assert_array_equal(r, expected)
+
+
+@pytest.mark.parametrize("suffix, compress", [(".xz", lzma.compress), (".gz", gzip.compress)])
+def test_a_truncated_compressed_file_names_itself(tmp_path, suffix, compress):
+    """Half of a compressed file: a LibsvmFormatError naming the file and the cause (a bare EOFError
+    without a name before), and the whole file still reads."""
+    data = compress(b"1 1:0.5 3:1.2\n-1 2:0.3\n" * 50)
+    whole, half = tmp_path / f"whole.txt{suffix}", tmp_path / f"half.txt{suffix}"
+    whole.write_bytes(data)
+    half.write_bytes(data[: len(data) // 2])
+    X, y = load_svmlight(whole)
+    assert X.shape == (100, 3) and y.tolist()[:2] == [1.0, -1.0]
+    with pytest.raises(LibsvmFormatError, match=rf"^half\.txt{suffix}: the \{suffix} data is truncated or corrupt") as e:
+        load_svmlight(half)
+    assert e.value.filename == f"half.txt{suffix}" and e.value.lineno is None

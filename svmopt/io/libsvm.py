@@ -32,6 +32,7 @@ import lzma
 import math
 import os
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -55,13 +56,14 @@ _CHUNK = 1 << 22  # bytes parsed at a time (rounded up to a whole line)
 
 
 class LibsvmFormatError(ValueError):
-    """A malformed LIBSVM file; the message reads ``'<file>, line <n>: <reason>'``.
+    """A malformed LIBSVM file; the message reads ``'<file>, line <n>: <reason>'`` (``'<file>:
+    <reason>'`` where no line is to blame: a truncated or corrupt compressed file).
 
-    Attributes ``filename``, ``lineno`` (1-based) and ``reason`` hold the parts.
+    Attributes ``filename``, ``lineno`` (1-based, or None) and ``reason`` hold the parts.
     """
 
-    def __init__(self, filename: str, lineno: int, reason: str):
-        super().__init__(f"{filename}, line {lineno}: {reason}")
+    def __init__(self, filename: str, lineno: int | None, reason: str):
+        super().__init__(f"{filename}, line {lineno}: {reason}" if lineno is not None else f"{filename}: {reason}")
         self.filename, self.lineno, self.reason = filename, lineno, reason
 
     def __reduce__(self):  # picklable (e.g. across multiprocessing) despite 3 arguments
@@ -79,9 +81,17 @@ def _read_bytes(source) -> tuple[bytes, str]:
             data = data.encode()
         return bytes(data), Path(str(getattr(source, "name", "<stream>"))).name
     path = os.fspath(source)
-    opener = _OPENERS.get(Path(path).suffix.lower(), open)
-    with opener(path, "rb") as f:
-        return f.read(), Path(path).name
+    suffix = Path(path).suffix.lower()
+    opener = _OPENERS.get(suffix, open)
+    try:
+        with opener(path, "rb") as f:
+            return f.read(), Path(path).name
+    except (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile) as exc:
+        raise LibsvmFormatError(Path(path).name, None, f"the {suffix} data is truncated or corrupt ({exc})") from exc
+    except OSError as exc:
+        if suffix == ".bz2" and "data stream" in str(exc).lower():  # bz2 reports a bad stream as OSError
+            raise LibsvmFormatError(Path(path).name, None, f"the .bz2 data is corrupt ({exc})") from exc
+        raise
 
 
 def _numbers(text: bytes, count: int):
