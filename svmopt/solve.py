@@ -415,12 +415,16 @@ def solve(X, y, *, loss: Loss = hinge, reg: Regularizer = l2, method: Method = a
     Extra keywords configure ``method``. A run that ends without a certified gap warns
     (``ConvergenceWarning``), or raises ``SolverError`` with ``throw=True``.
 
-    Inside ``jax.jit`` / ``jax.vmap`` / ``jax.grad`` (traced arguments) the solve runs as
-    part of the traced computation; labels must then be two distinct numbers (the larger
+    Inside ``jax.jit`` / ``jax.vmap`` / ``jax.grad`` (traced arguments) a linear solve runs as
+    part of the traced computation (a kernel solve raises a TypeError there); labels must then be two distinct numbers (the larger
     is +1), value checks are skipped, and ``jax.grad`` of the solution uses implicit
     differentiation (``svmopt.implicit``).
     """
     method = configure_method(method, tol, method_params)
+    if kernel is not None and is_traced((X, y, C, sample_weight, init, loss, reg, method, max_iter, kernel)):
+        raise TypeError("a kernel solve cannot run inside jax.jit / jax.vmap / jax.grad (traced X, y, C, sample "
+                        "weights or kernel parameters): its support vectors are picked on the host from the "
+                        "solution; call it eagerly, or trace a linear model (kernel=None)")
     if is_traced((X, y, C, sample_weight, init, loss, reg, method, max_iter)):
         return _solve_traced(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
                              intercept_scaling=intercept_scaling, sample_weight=sample_weight,

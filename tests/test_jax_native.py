@@ -423,3 +423,18 @@ def test_compiled_programs_are_released(heart, monkeypatch):
 def test_compiled_programs_are_released_many_shapes(heart, monkeypatch):
     """Twelve shapes, the default method (the fast sibling above: five, dual CD)."""
     _programs_are_released(heart, monkeypatch, more=10)
+
+
+def test_a_traced_kernel_solve_is_refused_by_name(heart):
+    """jit over C or grad over the rbf gamma of a kernel solve failed deep inside (a host conversion
+    of a tracer, a compiled program given tracers); it now says what is not supported."""
+    X, y = heart
+    X = jnp.asarray(np.asarray(X.todense()) if hasattr(X, "todense") else X)
+
+    def score(C, gamma):
+        return jnp.sum(svmopt.solve(X, y, kernel=rbf(gamma), C=C, dtype=F64).decision_function(X[:5]))
+
+    for fn in (jax.jit(lambda C: score(C, 0.2)), jax.grad(lambda g: score(1.0, g))):
+        with pytest.raises(TypeError, match="a kernel solve cannot run inside jax.jit"):
+            fn(1.0)
+    assert np.isfinite(float(score(1.0, 0.2)))  # eager: fine
