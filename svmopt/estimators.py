@@ -326,6 +326,8 @@ class SVMClassifier(_Params):
     gamma, degree, coef0 : kernel parameters, sklearn's SVC conventions (gamma "scale" /
         "auto" / number).
     method_params : dict of further keyword parameters of the method (e.g. {"rho": 1.1}).
+    decision_function_shape : "ovr" (default) or "ovo": what ``decision_function`` of a kernel model
+        with more than two classes returns (see ``decision_function``), as SVC's.
     verbose : False (default), True (a progress line about every second through the
         ``logging`` logger "svmopt"), an int k (every k iterations) or a callable receiving
         a dict (iteration, objective, gap, relative_gap, elapsed, label) per progress step.
@@ -336,14 +338,16 @@ class SVMClassifier(_Params):
     status); kernel models have ``support_vectors_``, ``support_``, ``dual_coef_`` instead
     of ``coef_``. Kernel models with K > 2 classes are one-vs-one (as SVC): ``intercept_`` and
     ``dual_coef_`` have one row per pair of classes (P = K(K-1)/2, LIBSVM's order) and
-    ``decision_function`` is (n, P).
+    ``decision_function`` is (n, K) per-class scores, or the (n, P) pairwise values with
+    ``decision_function_shape="ovo"`` (as SVC).
     """
 
     _estimator_type = "classifier"  # sklearn < 1.6 reads this
 
     def __init__(self, loss=None, reg="l2", method="auto", C=1.0, fit_intercept=True,
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
-                 kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False):
+                 kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False,
+                 decision_function_shape="ovr"):
         self.loss = loss
         self.reg = reg
         self.method = method
@@ -358,6 +362,7 @@ class SVMClassifier(_Params):
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.decision_function_shape = decision_function_shape
         self.method_params = method_params
         self.verbose = verbose
 
@@ -428,10 +433,25 @@ class SVMClassifier(_Params):
         return self.result_
 
     def decision_function(self, X):
-        """(n,) for two classes (> 0 means classes_[1]), (n, K) one-vs-rest scores, (n, P)
-        one-vs-one pairwise values."""
+        """(n,) for two classes (> 0 means classes_[1]); (n, K) one-vs-rest scores for a linear
+        model. A kernel model with K > 2 classes (one-vs-one): with ``decision_function_shape="ovr"``
+        (default, as SVC) (n, K) per-class scores, each class's votes plus its summed pairwise
+        values squashed into (-1/3, 1/3) (so the largest score is the class with most votes, ties
+        going to the more confident; scikit-learn's rule); with "ovo" the (n, P) pairwise values."""
         res = self._fitted()
-        return res.decision_function(_check_X(X, self.n_features_in_))
+        f = res.decision_function(_check_X(X, self.n_features_in_))
+        pairs = getattr(res, "pairs", None)
+        if pairs is None or self.decision_function_shape == "ovo":
+            return f
+        if self.decision_function_shape != "ovr":
+            raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
+        f, pairs = np.asarray(f), np.asarray(pairs)
+        k, rows = len(self.classes_), np.arange(f.shape[0])[:, None]
+        votes, conf = np.zeros((f.shape[0], k)), np.zeros((f.shape[0], k))
+        np.add.at(votes, (rows, np.where(f > 0, pairs[:, 0], pairs[:, 1])), 1.0)
+        np.add.at(conf, (rows, pairs[:, 0]), f)
+        np.add.at(conf, (rows, pairs[:, 1]), -f)
+        return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
     def predict(self, X):
         res = self._fitted()
