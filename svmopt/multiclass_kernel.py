@@ -199,11 +199,13 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
         max_iter = method.default_max_iter(one)
     method = method.canonical(dt)
     pb = _problem(Xs, Ys, Ss, C, kernel, dt)
+    from .multiclass import _label  # (multiclass imports this module)
+
     start = driver.cold_start(method, one)
     starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (P,) + jnp.shape(a)), start)
     out, timings = driver.run_batch(method, pb, _batch_axes(pb), starts, size=P, max_iter=int(max_iter),
                                     mode=batch, devices=devices, verbose=verbose,
-                                    labels=[f"{classes[i]!r}/{classes[j]!r}" for i, j in pairs])
+                                    labels=[f"{_label(classes[i])}/{_label(classes[j])}" for i, j in pairs])
 
     # support vectors: union over pairs, one coefficient row per pair
     alpha = np.asarray(out.extras["alpha"])  # (P, n_max)
