@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import warnings
 from typing import Any
 
@@ -245,6 +246,7 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
         if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
         fit_intercept = False
+    check_width(X.shape[1] + (intercept_scaling is not None), dt)
     bucketed = bucket and not isinstance(X, (DenseOperator, SparseOperator))
     rows = n
     if bucketed:
@@ -254,6 +256,27 @@ def prepare(X, y, *, loss: Loss, reg: Regularizer, C=1.0, fit_intercept=True, in
                      nnz_bucket=bucket_rows if bucketed else None, pad_rows=rows - n, rows=rows)
     pb = build_problem(op, y_pm, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, classes, C_arr
+
+
+WIDTH_VECTORS = 16
+"""About how many vectors of the model's length a linear solve keeps (w, its gradient, the
+method's state, CG's vectors, the certificate's X^T (alpha y)): a file with one feature index of
+5e7 took 1.6 GB to train on two rows."""
+
+
+def check_width(d: int, dtype) -> None:
+    """Refuse a problem whose model vectors alone cannot fit in this machine's memory, naming the
+    width (a LIBSVM file with one huge feature index, 2e9, made the solve die allocating 8 GB)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on this platform: no check
+        return
+    need = WIDTH_VECTORS * int(d) * np.dtype(dtype).itemsize
+    if need > memory:
+        raise ValueError(f"X has {int(d):,} columns: a linear model keeps about {WIDTH_VECTORS} vectors of that "
+                         f"length, {need / 2**30:.1f} GiB in {np.dtype(dtype).name}, more than this machine's "
+                         f"{memory / 2**30:.1f} GiB. A huge feature index makes X this wide (the largest index "
+                         "sets the width); renumber the features that occur, or check the file")
 
 
 def _to_device(x, dt):

@@ -186,3 +186,14 @@ def test_predict_refuses_nan_rows():
         r.predict(_with(3, 0, np.nan))
     with pytest.raises(ValueError, match="row 4"):
         r.predict(sp.csr_matrix(_with(4, 0, np.inf)))
+
+
+def test_a_width_no_machine_can_hold_is_refused_by_name():
+    """One feature index of 2e9 in a two-row file: the solve died allocating 8 GB (a raw traceback from
+    svmopt-train). A width whose model vectors exceed this machine's memory is refused, naming it."""
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix((np.array([0.5, 1.0, 0.3]), np.array([0, 2_100_000_000 - 1, 1]), np.array([0, 2, 3])),
+                      shape=(2, 2_100_000_000))
+    with pytest.raises(ValueError, match=r"X has 2,100,000,000 columns: a linear model keeps about"):
+        svmopt.solve(X, np.array([1.0, -1.0]))
