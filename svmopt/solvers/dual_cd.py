@@ -98,6 +98,19 @@ from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive,
 __all__ = ["DualCD", "dual_cd"]
 
 
+def require_box_dual(name: str, pb: Problem) -> None:
+    """What a method on this dual needs (dual_cd, dual_newton): l2, a linear model, no free
+    intercept, a loss whose conjugate is a box plus a diagonal; else MissingCapability naming it."""
+    require(pb.reg.is_l2, f"{name} solves l2-regularized problems only (R(w) = ||w||^2/2), got reg={pb.reg!r}; "
+                          "use method=alm or nesvm for l1 / elastic net")
+    require(pb.kernel is None, f"{name} is a linear solver; for a kernel use method=alfpgm or nesvm")
+    require(not pb.fit_intercept,
+            f"{name} cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
+            "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
+            "or method=alm for an unregularized intercept")
+    pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
+
+
 def box_table(pb: Problem):
     """(n, 4) per row [D_ii, L_i, U_i, 1/Qbar_ii]: the dual's diagonal, box and inverse curvature
     (eq. 4, 9), what a coordinate step reads. A zero-weight row is fixed at 0."""
@@ -176,14 +189,7 @@ class DualCD(Method):
     batchable = False  # a per-coordinate loop: batches of problems run lane by lane
 
     def validate(self, pb: Problem) -> None:
-        require(pb.reg.is_l2, f"dual_cd solves l2-regularized problems only (R(w) = ||w||^2/2), got reg={pb.reg!r}; "
-                              "use method=alm or nesvm for l1 / elastic net")
-        require(pb.kernel is None, "dual_cd is a linear solver; for a kernel use method=alfpgm or nesvm")
-        require(not pb.fit_intercept,
-                "dual_cd cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
-                "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
-                "or method=alm for an unregularized intercept")
-        pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
+        require_box_dual(self.name, pb)
         if self.variant not in ("auto", "serial", "online", "block"):
             raise ValueError(f"dual_cd variant must be 'auto', 'serial', 'online' or 'block', got {self.variant!r}")
         if self.impl not in ("auto", "xla", "ffi"):

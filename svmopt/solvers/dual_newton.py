@@ -53,7 +53,7 @@ from jax import lax
 
 from ..problem import Problem
 from ..result import Status
-from ._base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, require, start_or, stall_update
+from ._base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, start_or, stall_update
 
 __all__ = ["DualNewton", "dual_newton"]
 
@@ -98,14 +98,9 @@ class DualNewton(Method):
     polish_steps = (0, 0)  # alpha is the dual iterate itself: nothing for the driver's polish to add
 
     def validate(self, pb: Problem) -> None:
-        require(pb.reg.is_l2, f"dual_newton solves l2-regularized problems only (R(w) = ||w||^2/2), got "
-                              f"reg={pb.reg!r}; use method=alm for l1 / elastic net")
-        require(pb.kernel is None, "dual_newton is a linear solver; for a kernel use method=alfpgm or nesvm")
-        require(not pb.fit_intercept,
-                "dual_newton cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
-                "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
-                "or method=alm for an unregularized intercept")
-        pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
+        from .dual_cd import require_box_dual
+
+        require_box_dual(self.name, pb)
         check_positive(self, "tol", "cg_eta")
         check_positive(self, "cg_iters", "patience", integer=True)
         check_positive(self, "obj_tol", "damping", allow_zero=True)
