@@ -201,7 +201,8 @@ def test_one_vs_one_from_estimator_model_file_cli_and_vmap(tmp_path, capsys):
     clf = SVMClassifier(kernel="rbf", gamma=gamma, C=C, method="alfpgm", dtype="float32").fit(X, y)
     assert isinstance(clf.result_, OvOModel) and clf.result_.converged
     assert clf.dual_coef_.shape == (45, clf.support_vectors_.shape[0]) and clf.intercept_.shape == (45,)
-    assert clf.decision_function(Xte).shape == (2000, 45)
+    assert clf.decision_function(Xte).shape == (2000, 10)  # per class, as SVC's default
+    assert clf.set_params(decision_function_shape="ovo").decision_function(Xte).shape == (2000, 45)
     np.testing.assert_array_equal(clf.predict(Xte), pred)
     mc = solve_multiclass(X, y, strategy="ovo", method=alfpgm, C=C, kernel=rbf(gamma=gamma), dtype="float32")
     np.testing.assert_array_equal(mc.predict(Xte), pred)
