@@ -1,10 +1,12 @@
 """Build step for svmopt's optional compiled kernels (everything else is in pyproject.toml).
 
-Two XLA FFI custom calls for the CPU: svmopt/_csr_ffi.cc (the sparse products) and
-svmopt/_dcd_ffi.cc (one pass of dual coordinate descent). Their headers ship with jaxlib
-(``jax.ffi.include_dir()``), which pyproject.toml lists as a build requirement. Both are
-optional: without jaxlib's headers or a C++17 compiler the build goes on without them, and
-svmopt uses its pure-XLA paths (svmopt/_csr.py and svmopt/solvers/dual_cd.py decide at run time).
+Three XLA FFI custom calls for the CPU: svmopt/_csr_ffi.cc (the sparse products),
+svmopt/_dcd_ffi.cc (one pass of dual coordinate descent) and svmopt/_l1cd_ffi.cc (the inner
+coordinate descent of newglmnet, l1). Their headers ship with jaxlib (``jax.ffi.include_dir()``),
+which pyproject.toml lists as a build requirement. All are optional: without jaxlib's headers or a
+C++17 compiler the build goes on without them, and svmopt uses its pure-XLA paths
+(svmopt/_csr.py and svmopt/solvers/dual_cd.py decide at run time; without the l1 kernel, auto
+sends l1 problems to alm).
 """
 import os
 
@@ -27,6 +29,6 @@ ext_modules = [] if inc is None else [
     # -isystem: the XLA headers' own warnings are not ours to show
     Extension(f"svmopt.{name}", [f"svmopt/{name}.cc"], depends=["svmopt/_ffi_module.h"], language="c++",
               extra_compile_args=["-std=c++17", "-O3", "-g0", "-isystem", inc], optional=True)
-    for name in ("_csr_ffi", "_dcd_ffi")
+    for name in ("_csr_ffi", "_dcd_ffi", "_l1cd_ffi")
 ]
 setup(ext_modules=ext_modules)

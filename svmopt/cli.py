@@ -8,7 +8,8 @@ LIBLINEAR's options mean what they mean there:
   -s type   LIBLINEAR's solver type, the problem and its algorithm (table ``LIBLINEAR`` below):
             0 L2R_LR and 2 L2R_L2LOSS_SVC run ``svmopt.solvers.newton`` (primal Newton) when
             it is installed; 1 and 3 run ``dual_cd`` (LIBLINEAR's dual coordinate descent);
-            5 and 6 (l1-regularized) run ``alm`` on the same problem. Types svmopt lacks
+            5 and 6 (l1-regularized) run ``newglmnet`` (LIBLINEAR's -s 6 algorithm; ``alm``
+            where its compiled kernel is not built). Types svmopt lacks
             (4, 7, 11-13, 21) stop with an error naming what solves that problem here.
             With -s the intercept follows LIBLINEAR: none unless -B.
   -c cost   C (default 1)
@@ -89,9 +90,10 @@ LIBLINEAR = {
     1: LiblinearType(1, "L2R_L2LOSS_SVC_DUAL", "squared_hinge", "l2", "dual_cd", "dual coordinate descent"),
     2: LiblinearType(2, "L2R_L2LOSS_SVC", "squared_hinge", "l2", "newton", "primal Newton"),
     3: LiblinearType(3, "L2R_L1LOSS_SVC_DUAL", "hinge", "l2", "dual_cd", "dual coordinate descent"),
-    5: LiblinearType(5, "L1R_L2LOSS_SVC", "squared_hinge", "l1", "alm",
-                     "same problem; LIBLINEAR uses primal coordinate descent"),
-    6: LiblinearType(6, "L1R_LR", "logistic", "l1", "alm", "same problem; LIBLINEAR uses newGLMNET"),
+    5: LiblinearType(5, "L1R_L2LOSS_SVC", "squared_hinge", "l1", "auto",
+                     "newglmnet, or alm without its compiled kernel; LIBLINEAR uses primal coordinate descent"),
+    6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
+                     "its compiled kernel"),
 }
 """LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead

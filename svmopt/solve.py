@@ -532,20 +532,22 @@ def _run_handover(ho, method, pb, start, why, *, classes, C, intercept_scaling, 
         runs.append(stage(method, make_start(first, method, pb, intercept_scaling, n), ho.cap - ho.check))
         first = runs[-1]
     note = why
-    if first.status == Status.MAX_ITER:
+    if first.status in ho.when:
         nxt = ho.method.canonical(pb.dtype)
         nxt.validate(pb)
         passes = sum(r.iterations for r in runs)
         warm = rel(first) <= ho.warm_within
         runs.append(stage(nxt, make_start(first if warm else None, nxt, pb, intercept_scaling, n),
                           nxt.default_max_iter(pb)))
-        note = (f"{why}; it had not certified after {passes} passes (relative gap {rel(first):.2g}), so "
+        unit = "passes" if method.name == "dual_cd" else "iterations"
+        how = "" if first.status == Status.MAX_ITER else f" ({first.status.name})"
+        note = (f"{why}; it had not certified after {passes} {unit}{how} (relative gap {rel(first):.2g}), so "
                 f"{ho.label} took over"
                 f"{' from its point' if warm else ' from zero'}")
     res = runs[-1]
     if res.status != Status.CONVERGED and rel(first) < rel(res):  # neither certified: the smaller gap stays
         res = first
-        note += f", and ended at a larger gap ({rel(runs[-1]):.2g}): dual CD's result is kept"
+        note += f", and ended at a larger gap ({rel(runs[-1]):.2g}): {method.name}'s result is kept"
     res.extras["auto"] = note
     res.extras["stages"] = [dict(method=r.method, status=r.status, iterations=r.iterations,
                                  relative_gap=rel(r), **r.timings) for r in runs]
@@ -562,7 +564,7 @@ def hand_over_batch(ho, method, problem, out, hist, timings, labels, *, history,
     Their entries replace the first run's unless the new run is uncertified with a larger gap.
     ``timings`` (compile, run) grow in place. Returns (out, hist, {label: what happened})."""
     status = np.asarray(out.status)
-    todo = np.flatnonzero(status == Status.MAX_ITER)
+    todo = np.flatnonzero(np.isin(status, [int(v) for v in ho.when]))
     if not todo.size:
         return out, hist, {}
     nxt = ho.method.canonical(problem(0).dtype)

@@ -24,6 +24,8 @@ REGS = [l2, l1, elastic_net(0.5), smoothed_l1(0.1)]
 
 def test_every_pair_gets_a_method_that_certifies():
     """The choice accepts the problem and can certify a duality gap (no UNCERTIFIED by design)."""
+    from svmopt import _l1cd
+
     X, y = load("heart_scale")
     seen = set()
     for loss in LOSSES:
@@ -34,11 +36,12 @@ def test_every_pair_gets_a_method_that_certifies():
             assert driver.has_dual(method, pb), (loss, reg, method.name)
             assert why and method.tol == auto.tol
             smooth = loss.is_differentiable and reg.quadratic is not None
-            assert method.name == ("newton" if smooth else "alm"), (loss, reg)
+            l1_newton = loss.is_differentiable and reg.name in ("l1", "elastic_net") and _l1cd.available()
+            assert method.name == ("newton" if smooth else "newglmnet" if l1_newton else "alm"), (loss, reg)
             if method.name == "alm":  # Jacobi steps exactly where the (w, b) step is a least-squares one
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
-    assert seen == {"newton", "alm"}
+    assert seen == {"newton", "alm"} | ({"newglmnet"} if _l1cd.available() else set())
     # wide data (more features than rows) with a free intercept: Jacobi-scaled alm even for a smooth loss
     pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)
     method, _ = auto.choose(pb)
@@ -233,8 +236,9 @@ def test_auto_result_is_converged_and_within_tol_of_a_float64_reference(loss, re
 
 
 def test_auto_l1_logistic_matches_liblinear():
-    """l1 + logistic (auto: alm's proximal step) against LIBLINEAR's -s 6 (newGLMNET, through
-    scikit-learn) run tight: no intercept on either side, so the objectives are the same."""
+    """l1 + logistic (auto: newglmnet where its kernel is built, else alm's proximal step) against
+    LIBLINEAR's -s 6 (newGLMNET, through scikit-learn) run tight: no intercept on either side, so the
+    objectives are the same."""
     import warnings
 
     from sklearn.linear_model import LogisticRegression
@@ -246,8 +250,10 @@ def test_auto_l1_logistic_matches_liblinear():
                                max_iter=100000).fit(X, pm(y))
     w = m.coef_.ravel()
     ref = np.abs(w).sum() + np.logaddexp(0.0, -pm(y) * (X @ w)).sum()
+    from svmopt import _l1cd
+
     r = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False)
-    assert r.status == Status.CONVERGED and r.method == "alm"
+    assert r.status == Status.CONVERGED and r.method == ("newglmnet" if _l1cd.available() else "alm")
     assert ref * (1 - 1e-5) <= float(r.primal_objective) <= ref * (1 + 1e-3)
 
 

@@ -129,6 +129,31 @@ def test_s_number_is_liblinears_problem(tmp_path, capsys, s, loss, method):
     assert theirs * (1 - 1e-3) <= ours <= theirs * (1 + 2e-6)
 
 
+def test_s6_is_liblinears_l1_logistic_problem(tmp_path, capsys):
+    """-s 6 -B 1 (l1-regularized logistic regression, bias feature regularized by the l1 term): our
+    model's objective matches LIBLINEAR's tight -s 6 solve (float64); without -B, no intercept."""
+    from svmopt import _l1cd
+
+    X, y = load("heart_scale")
+    model = tmp_path / "m"
+    assert train_main(["-s", "6", "-B", "1", "-c", "0.5", "--dtype", "float64", "--tol", "1e-8",
+                       str(data_path("heart_scale")), str(model)]) == 0
+    out = capsys.readouterr().out
+    method = "newglmnet" if _l1cd.available() else "alm"
+    assert "LIBLINEAR -s 6" in out and "loss logistic, reg l1" in out and f"{method}: converged" in out
+    m = svmopt.load_model(model)
+    ref = _ll_train(X, y, "-s 6 -B 1 -c 0.5 -e 1e-10")
+    sign = 1.0 if ref.get_labels()[0] == 1 else -1.0
+    w_ll, b_ll = sign * np.asarray(ref.get_decfun()[0]), sign * ref.get_decfun()[1]
+    yy = np.where(y == np.max(y), 1.0, -1.0)
+
+    def P(w, b):  # ||(w, b)||_1 + C sum log(1 + exp(-y (X w + b)))
+        return np.abs(w).sum() + abs(b) + 0.5 * np.logaddexp(0.0, -yy * (X @ w + b)).sum()
+
+    ours, theirs = P(np.asarray(m.w, float), float(m.b)), P(w_ll, b_ll)
+    assert theirs * (1 - 1e-7) <= ours <= theirs * (1 + 1e-7)
+
+
 def test_s_numbers_we_lack_name_alternatives(capsys):
     data = str(data_path("heart_scale"))
     for s, words in ((4, "one-vs-rest with -s 1 or -s 3"), (7, "-s 0"), (12, "regression"), (21, "one-class"),

@@ -7,7 +7,9 @@ from .dual_cd import DualCD, dual_cd
 from .alfpgm import ALFPGM, alfpgm
 from .newton import Newton, newton
 from .dual_newton import DualNewton, dual_newton
+from .newglmnet import NewGLMNET, newglmnet
 from .auto import Auto, auto
 
 __all__ = ["Method", "ALM", "alm", "CuttingPlane", "cutting_plane", "NESVM", "nesvm", "homotopy_nesvm",
-           "DualCD", "dual_cd", "ALFPGM", "alfpgm", "Newton", "newton", "DualNewton", "dual_newton", "Auto", "auto"]
+           "DualCD", "dual_cd", "ALFPGM", "alfpgm", "Newton", "newton", "DualNewton", "dual_newton", "NewGLMNET",
+           "newglmnet", "Auto", "auto"]
