@@ -229,7 +229,57 @@ ffi::Error Solve(ffi::Buffer<DT> w_in, ffi::Buffer<DT> grad, ffi::Buffer<DT> cur
   return ffi::Error::Success();
 }
 
+// CSR -> CSC by a counting sort (stable: each column's entries in row order), O(nnz + n + d). Under
+// XLA the same transpose is a sort of the column indices: 150 ms on a9a (451k entries) per solve,
+// against the ~10 ms of a first outer step. Column indices outside [0, d) are an error.
+template <ffi::DataType DT>
+ffi::Error Transpose(ffi::Buffer<DT> data, ffi::Buffer<ffi::S32> indices, ffi::Buffer<ffi::S32> indptr,
+                     ffi::ResultBuffer<DT> vals_out, ffi::ResultBuffer<ffi::S32> rows_out,
+                     ffi::ResultBuffer<ffi::S32> ptr_out) {
+  using T = ffi::NativeType<DT>;
+  const int64_t nnz = int64_t(data.element_count()), n = int64_t(indptr.element_count()) - 1;
+  const int64_t d = int64_t(ptr_out->element_count()) - 1;
+  if (n < 0 || d < 0 || int64_t(indices.element_count()) != nnz || int64_t(vals_out->element_count()) != nnz ||
+      int64_t(rows_out->element_count()) != nnz)
+    return ffi::Error::InvalidArgument("svmopt csc: operand shapes do not match");
+  const int32_t* P = indptr.typed_data();
+  const int32_t* J = indices.typed_data();
+  for (int64_t i = 0; i < n; ++i)
+    if (P[i] < 0 || P[i] > P[i + 1] || P[i + 1] > nnz)
+      return ffi::Error::InvalidArgument("svmopt csc: malformed CSR row pointers");
+  int32_t* Q = ptr_out->typed_data();
+  std::fill(Q, Q + d + 1, 0);
+  const int64_t used = n > 0 ? P[n] : 0;
+  for (int64_t p = 0; p < used; ++p) {
+    if (J[p] < 0 || J[p] >= d) return ffi::Error::InvalidArgument("svmopt csc: a column index outside [0, d)");
+    ++Q[J[p] + 1];
+  }
+  for (int64_t j = 0; j < d; ++j) Q[j + 1] += Q[j];
+  std::vector<int32_t> next(Q, Q + d);
+  const T* V = data.typed_data();
+  T* vo = vals_out->typed_data();
+  int32_t* ro = rows_out->typed_data();
+  for (int64_t i = 0; i < n; ++i)
+    for (int32_t p = P[i]; p < P[i + 1]; ++p) {
+      const int32_t q = next[J[p]]++;
+      vo[q] = V[p];
+      ro[q] = int32_t(i);
+    }
+  for (int64_t q = used; q < nnz; ++q) {  // entries past the last row pointer (none in svmopt's CSR)
+    vo[q] = T(0);
+    ro[q] = 0;
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+#define SVMOPT_CSC_BINDING(DT)                                                                       \
+  ffi::Ffi::Bind().Arg<ffi::Buffer<DT>>().Arg<ffi::Buffer<ffi::S32>>().Arg<ffi::Buffer<ffi::S32>>() \
+      .Ret<ffi::Buffer<DT>>().Ret<ffi::Buffer<ffi::S32>>().Ret<ffi::Buffer<ffi::S32>>()
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csc_f32, Transpose<ffi::F32>, SVMOPT_CSC_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_csc_f64, Transpose<ffi::F64>, SVMOPT_CSC_BINDING(ffi::F64));
 
 #define SVMOPT_L1CD_BINDING(DT)       \
   ffi::Ffi::Bind()                    \
@@ -251,4 +301,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(svmopt_l1cd_f64, Solve<ffi::F64>, SVMOPT_L1CD_BIND
 
 SVMOPT_FFI_MODULE(_l1cd_ffi, "svmopt proximal Newton inner coordinate descent (XLA FFI).",
                   SVMOPT_FFI_TARGET(svmopt_l1cd_f32),
-                  SVMOPT_FFI_TARGET(svmopt_l1cd_f64))
+                  SVMOPT_FFI_TARGET(svmopt_l1cd_f64),
+                  SVMOPT_FFI_TARGET(svmopt_csc_f32),
+                  SVMOPT_FFI_TARGET(svmopt_csc_f64))

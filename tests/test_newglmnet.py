@@ -100,6 +100,20 @@ def test_dense_and_sparse_columns_agree():
     np.testing.assert_allclose(np.asarray(rs.w), np.asarray(rd.w), rtol=1e-9, atol=1e-12)
 
 
+def test_columns_are_scipys_csc():
+    """The CSR -> CSC counting sort of the kernel module against scipy's tocsc() (columns in row order),
+    on a9a with svmopt's padding entries (explicit zeros) included."""
+    X, _ = load("a9a")
+    op = svmopt.as_operator(X, jnp.float32, layout="sparse", nnz_bucket=lambda k: k + 37)
+    cols = jax.jit(_l1cd.columns)(op)
+    A = sp.csr_matrix((np.asarray(op.data), np.asarray(op.indices), np.asarray(op.indptr)), shape=op.shape).tocsc()
+    A.has_sorted_indices = False
+    A.sort_indices()
+    np.testing.assert_array_equal(np.asarray(cols["ptr"]), A.indptr)
+    np.testing.assert_array_equal(np.asarray(cols["idx"]), A.indices)
+    np.testing.assert_array_equal(np.asarray(cols["vals"]), A.data)
+
+
 @pytest.mark.parametrize("dense, intercept", [(False, False), (True, True)], ids=["csc", "dense+b"])
 def test_inner_solve_meets_the_models_optimality_conditions(dense, intercept):
     """One call of the compiled inner solve, run to a tiny tolerance on a random model: w + d satisfies,

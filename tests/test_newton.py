@@ -442,6 +442,16 @@ def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
     assert f32.status == Status.CONVERGED and int(f32.iterations) < int(plain.iterations)
     P32 = references.objective(X, y, np.asarray(f32.w, float), float(f32.b), 1.0, 2, bias_regularized=True)
     assert fstar <= P32 * (1 + 1e-6) and P32 <= fstar * (1 + 1e-3)
+
+
+@pytest.mark.slow
+def test_fitted_dual_on_wide_data():
+    """The fitted dual point on wide data (a slice of a1a; the tall part above is its fast sibling):
+    certified at LIBLINEAR's optimum, and the dual CD passes after a one-step fit certify sooner."""
+    from test_dual_cd import dual_value
+    import scipy.sparse as sp
+
+    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
     Xw, yw, lib = _wide()
     wide = svmopt.solve(Xw, yw, method=newton(tol=1e-8), dtype=F64, **kw)
     assert wide.status == Status.CONVERGED and float(wide.dual_objective) <= lib * (1 + 1e-12)

@@ -151,7 +151,10 @@ if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # every linea
 # order, so both runs stop at the same iteration (checked where marked "path")
 EQUAL = [
     ("a9a", 501, "sparse", ALL, 1e-7, True),                      # n odd: one padding row
-    ("ijcnn1", 1501, "dense", "alm,dual_cd", 1e-7, False),
+    # slow since 2026-11-24 (the suite ran over its 15 minutes): the dense sharded products of alm and
+    # dual_cd, whose fast siblings are the first case (both methods sharded, sparse) and the dense
+    # nesvm case below (dense sharded products, step for step)
+    pytest.param("ijcnn1", 1501, "dense", "alm,dual_cd", 1e-7, False, marks=pytest.mark.slow),
     # fast sibling of the slow dense a9a case for the step-for-step methods: a loose tol still
     # pins the objectives to 1e-6. cutting_plane's dense twin is slow (~9 s of compiles): its
     # fast siblings are the first case (cutting_plane sharded, step for step, sparse) and the

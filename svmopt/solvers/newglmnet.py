@@ -89,7 +89,7 @@ class NewGLMNET(Method):
     inner_eps0     the inner tolerance's start, in multiples of the first step's violation (1.0)
     sigma          the line search's sufficient decrease (0.01)
     obj_tol, patience   the safeguard: STALLED when neither the objective improved by obj_tol (1e-10,
-                        relative; at least 8 roundings of the dtype) nor the gap by 1% in ``patience`` (20)
+                        relative; at least 2 roundings of the dtype) nor the gap by 1% in ``patience`` (20)
                         steps. ``auto`` then hands the problem to ``alm`` from this point
     forcing        1 (default): the inner tolerance is also at most min(0.5, sqrt(v / v0)) v, v the
                    current sum of violations (0: LIBLINEAR's rule alone)
@@ -194,9 +194,9 @@ class NewGLMNET(Method):
         inner_eps = jnp.where(stats[0] <= 1, 0.25 * st.inner_eps, st.inner_eps)
         # a failed search: look at every coordinate again (shrinking may have hidden the way down)
         Mnext = jnp.where(ok, Mnew, jnp.inf)
-        # an objective change below a few roundings is none (float32: steps of 1e-7 relative went on for 200
+        # an objective change below two roundings is none (float32: steps of 1e-7 relative went on for 200
         # outer steps on ijcnn1's squared hinge with an intercept at C = 10, the gap stuck at 5e-2)
-        best_obj, since_obj = stall_update(st.best[0], st.since, obj, jnp.maximum(self.obj_tol, 8 * jnp.finfo(dt).eps))
+        best_obj, since_obj = stall_update(st.best[0], st.since, obj, jnp.maximum(self.obj_tol, 2 * jnp.finfo(dt).eps))
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
         return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, alpha=alpha, M=Mnext, norm0=st.norm0,
                                inner_eps=inner_eps, passes=st.passes + stats[0].astype(jnp.int32), step=t,
