@@ -208,3 +208,25 @@ def test_large_c_bench_runs_and_its_default_row_is_within_tol(tmp_path):
     assert cells[1] == "100" and cells[3].startswith("CONVERGED") and "alm" in cells[3]
     assert float(cells[5]) <= 1e-3
     assert cells[7] != "absent" and cells[7].count("(") == 3
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge"])
+def test_l1_bench_certificate_is_svmopts(loss_name):
+    """bench.l1's numpy certificate of a w (how it judges LIBLINEAR's -s 6 / -s 5 runs) is the relative
+    gap svmopt reports for the same w (heart_scale, l1, no intercept, float64)."""
+    import jax.numpy as jnp
+
+    import svmopt
+    from bench import l1 as l1bench
+    from references import load, pm
+    from svmopt.losses import logistic, squared_hinge
+    from svmopt.regularizers import l1
+
+    X, y = load("heart_scale")
+    loss = logistic if loss_name == "logistic" else squared_hinge
+    r = svmopt.solve(X, y, loss=loss, reg=l1, fit_intercept=False, tol=0.05, dtype=jnp.float64)
+    assert float(r.relative_gap) > 1e-6  # a loose point: the gap is not ~0 on both sides
+    g = l1bench.gap(X, pm(y), np.asarray(r.w, float), loss_name)
+    assert g == pytest.approx(float(r.relative_gap), rel=1e-6)
+    assert l1bench.primal(X, pm(y), np.asarray(r.w, float), loss_name) == pytest.approx(
+        float(r.primal_objective), rel=1e-12)
