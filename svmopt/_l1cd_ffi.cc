@@ -75,11 +75,23 @@ struct Cols {
         s1 += x[i + 1] * a[i + 1] * b[i + 1];
       }
       for (; i < n; ++i) s0 += x[i] * a[i] * b[i];
-    } else {
-      for (int32_t p = ptr[j]; p < ptr[j + 1]; ++p) {
+    } else {  // four partial sums: the additions do not wait on each other
+      T s2 = 0, s3 = 0;
+      int32_t p = ptr[j];
+      const int32_t end = ptr[j + 1];
+      for (; p + 4 <= end; p += 4) {
+        const int64_t i0 = row(idx[p]), i1 = row(idx[p + 1]), i2 = row(idx[p + 2]), i3 = row(idx[p + 3]);
+        s0 += vals[p] * a[i0] * b[i0];
+        s1 += vals[p + 1] * a[i1] * b[i1];
+        s2 += vals[p + 2] * a[i2] * b[i2];
+        s3 += vals[p + 3] * a[i3] * b[i3];
+      }
+      for (; p < end; ++p) {
         const int64_t i = row(idx[p]);
         s0 += vals[p] * a[i] * b[i];
       }
+      s0 += s2;
+      s1 += s3;
     }
     return s0 + s1;
   }
