@@ -41,19 +41,7 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-// splitmix64 (Steele, Lea, Flood 2014): a small, fast generator, seeded from the two words of a
-// jax.random key. Only the order of a pass depends on it.
-struct SplitMix64 {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // uniform in [0, bound), bound < 2^32 (Lemire's multiply-shift; its bias is below 2^-32)
-  uint32_t below(uint32_t bound) { return uint32_t(((next() >> 32) * uint64_t(bound)) >> 32); }
-};
+using svmopt_ffi::SplitMix64;
 
 // The rows z_i: dense (kDense: n x d values, row-major) or CSR. The layout is a template
 // parameter, so the inner loops carry no branch on it and the dense ones vectorize.

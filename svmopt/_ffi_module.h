@@ -1,4 +1,5 @@
-// The Python side of svmopt's XLA FFI extension modules (svmopt/_csr_ffi.cc, svmopt/_dcd_ffi.cc).
+// The Python side of svmopt's XLA FFI extension modules (svmopt/_csr_ffi.cc, svmopt/_dcd_ffi.cc,
+// svmopt/_l1cd_ffi.cc), and what more than one of them uses (SplitMix64).
 //
 // Each module exposes `registrations()` -> {target name: PyCapsule of the handler}, which the
 // Python side passes to jax.ffi.register_ffi_target. SVMOPT_FFI_MODULE(name, doc, targets...)
@@ -8,7 +9,23 @@
 
 #include <Python.h>
 
+#include <cstdint>
+
 namespace svmopt_ffi {
+
+// splitmix64 (Steele, Lea, Flood 2014): a small, fast generator, seeded from the two words of a
+// jax.random key. Only the order of a pass depends on it (dual CD's rows, newglmnet's columns).
+struct SplitMix64 {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // uniform in [0, bound), bound < 2^32 (Lemire's multiply-shift; its bias is below 2^-32)
+  uint32_t below(uint32_t bound) { return uint32_t(((next() >> 32) * uint64_t(bound)) >> 32); }
+};
 
 struct Target {
   const char* name;

@@ -41,16 +41,7 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-struct SplitMix64 {  // as in _dcd_ffi.cc: only the order of a pass depends on it
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  uint32_t below(uint32_t bound) { return uint32_t(((next() >> 32) * uint64_t(bound)) >> 32); }
-};
+using svmopt_ffi::SplitMix64;
 
 // Column j of X: CSC or a row of the dense transpose; j == d is the intercept's column of ones.
 template <typename T, bool kDense>
