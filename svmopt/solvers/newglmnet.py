@@ -66,7 +66,6 @@ class NewGLMNETState(NamedTuple):
     gb: Any  # its b-part (0 without a free intercept)
     obj: Any
     crit: Any
-    alpha: Any
     M: Any  # largest violation at the previous step (outer shrinking); inf: shrink nothing
     norm0: Any  # sum of violations at the start (the inner tolerance's unit)
     inner_eps: Any
@@ -149,11 +148,11 @@ class NewGLMNET(Method):
         if not pb.fit_intercept:
             b = jnp.zeros((), dt)
         f = pb.op.matvec(w) + b
-        G, gb, obj, crit, alpha = _measure(pb, w, b, f)
+        G, gb, obj, crit = _measure(pb, w, b, f)
         fresh = dict(self.aux_template(pb), inner_eps=jnp.asarray(self.inner_eps0, dt),
                      norm0=_violation(pb, w, G, gb, jnp.full((), jnp.inf, dt))[2])
         aux = start_or(start, RESUME, start.aux, fresh)
-        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, alpha=alpha, M=aux["M"],
+        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, M=aux["M"],
                                norm0=aux["norm0"], inner_eps=aux["inner_eps"], passes=jnp.asarray(0, jnp.int32),
                                step=jnp.ones((), dt), k=jnp.asarray(0, jnp.int32), best=aux["best"],
                                since=aux["since"], cols=_l1cd.columns(pb.op))
@@ -196,7 +195,7 @@ class NewGLMNET(Method):
         t = jnp.where(ok, t, 0.0)
         w, b = st.w + t * dw, st.b + t * db
         f = pb.op.matvec(w) + b  # afresh: X d's round-off does not accumulate
-        G, gb, obj, crit, alpha = _measure(pb, w, b, f)
+        G, gb, obj, crit = _measure(pb, w, b, f)
         # a step that needed only one inner pass: the model was easy, solve the next one more exactly
         inner_eps = jnp.where(stats[0] <= 1, 0.25 * st.inner_eps, st.inner_eps)
         # a failed search: look at every coordinate again (shrinking may have hidden the way down)
@@ -205,7 +204,7 @@ class NewGLMNET(Method):
         # outer steps on ijcnn1's squared hinge with an intercept at C = 10, the gap stuck at 5e-2)
         best_obj, since_obj = stall_update(st.best[0], st.since, obj, jnp.maximum(self.obj_tol, 2 * jnp.finfo(dt).eps))
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
-        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, alpha=alpha, M=Mnext, norm0=st.norm0,
+        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, M=Mnext, norm0=st.norm0,
                                inner_eps=inner_eps, passes=st.passes + stats[0].astype(jnp.int32), step=t,
                                k=st.k + 1, best=jnp.stack([best_obj, best_gap]),
                                since=jnp.minimum(since_obj, since_gap), cols=st.cols)
@@ -215,7 +214,9 @@ class NewGLMNET(Method):
                          jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
     def finalize(self, pb, st: NewGLMNETState) -> Iterate:
-        return Iterate(st.w, st.b, st.alpha, {"criterion": st.crit, "inner_passes": st.passes, "step": st.step})
+        # no dual candidate of its own: the driver's -C s l'(margin), projected, is the one crit measured
+        # (handing it over again cost the driver a second X^T (alpha y) and dual objective per step)
+        return Iterate(st.w, st.b, None, {"criterion": st.crit, "inner_passes": st.passes, "step": st.step})
 
     def carry(self, pb, st: NewGLMNETState) -> Start:
         return Start(st.w, st.b, jnp.zeros((pb.n,), st.w.dtype), jnp.asarray(PRIMAL, jnp.int32),
@@ -242,8 +243,8 @@ def _violation(pb: Problem, w, G, gb, M):
 
 
 def _measure(pb: Problem, w, b, f):
-    """(G, gb, P, relative gap, alpha) at (w, b), f = X w + b: one X^T u serves the gradient of the
-    smooth part and the dual point alpha = -C s l'(margin)."""
+    """(G, gb, P, relative gap) at (w, b), f = X w + b: one X^T u serves the gradient of the smooth
+    part and the dual point alpha = -C s l'(margin) of the gap."""
     _, l2w = _weights(pb)
     lp = pb.loss.derivative(pb.y * f)
     u = pb.cs * pb.y * lp
@@ -253,7 +254,7 @@ def _measure(pb: Problem, w, b, f):
     obj = pb.reg.value(w) + jnp.sum(pb.cs * pb.loss.value(pb.y * f))
     alpha = project_dual(pb, -pb.cs * lp)
     dual, _ = dual_objective(pb, alpha, v=None if pb.fit_intercept else -xu)
-    return G, gb, obj, _gap(obj, dual), alpha
+    return G, gb, obj, _gap(obj, dual)
 
 
 newglmnet = NewGLMNET()
