@@ -46,7 +46,7 @@ solve (CSC of a CSR X, or the transpose of a dense one). Cost: a step is one ker
 read X's nonzeros of the active columns twice each), at most ``refine`` pairs of products with X
 where the passes ran out, a few products with X (the new f, the gradient, the certificate) and
 O(n + d) per halving of the search.
-Measured against LIBLINEAR in bench/results/2026-11-24-l1-cpu.md (``python -m bench.l1``).
+Measured against LIBLINEAR in bench/results/2026-11-25-l1-cpu.md (``python -m bench.l1``).
 """
 from __future__ import annotations
 
