@@ -205,19 +205,25 @@ def test_a9a_logistic_l1_certifies():
 
 
 def test_a_stall_hands_over_to_alm_and_the_smaller_gap_stays():
-    """Unscaled breast-cancer (a sample-id column of magnitude 1e7): newglmnet's objective converges
-    but the certificate cannot (|X^T u| <= 1 on that column to ~1e-7). The default solve hands the
-    run to alm from its point; neither certifies, so the status stays STALLED (never CONVERGED), the
-    smaller gap's result is kept, and the stages say what ran."""
+    """Unscaled breast-cancer (a sample-id column of magnitude 1e7), C = 10: newglmnet's objective
+    converges but the certificate cannot (|X^T u| <= 1 on that column to ~1e-7). The default solve
+    hands the run to alm from its point; neither certifies, so the status stays STALLED (never
+    CONVERGED), the smaller gap's result is kept, and the stages say what ran. At C = 1 the CG
+    refinement now certifies it in float32: its w within 1e-3 of a float64 lower bound."""
     X, y = load("breast-cancer")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        r = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False)
+        r = svmopt.solve(X, y, loss=logistic, reg=l1, C=10.0, fit_intercept=False)
     stages = r.extras["stages"]
     assert [s["method"] for s in stages] == ["newglmnet", "alm"] and stages[0]["status"] == Status.STALLED
     assert r.status != Status.CONVERGED and float(r.gap) > 1e-3 * abs(float(r.primal_objective))
     assert float(r.relative_gap) == pytest.approx(min(s["relative_gap"] for s in stages), rel=1e-6)
     assert any("newglmnet" in str(w.message) and "alm" in str(w.message) for w in caught)
+    r1 = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False)
+    low = float(svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False, method=newglmnet(tol=1e-8),
+                             dtype=F64).dual_objective)  # below the optimum, certified or not
+    assert r1.status == Status.CONVERGED
+    assert low <= P_np(X.toarray(), y, np.asarray(r1.w, float), 0.0, 1.0, logistic) <= low * (1 + 1e-3)
 
 
 def test_cg_refinement_cuts_the_outer_steps_where_coordinate_descent_crawls():

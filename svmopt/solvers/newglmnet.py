@@ -66,6 +66,7 @@ from .newton import _gap, _second
 
 __all__ = ["NewGLMNET", "newglmnet"]
 
+MOVE = 10.0  # the largest move of one coordinate by the CG refinement (the kernel's bound per visit)
 NU = 1e-12  # added to the model's diagonal (LIBLINEAR's nu): a column on rows of zero curvature stays finite
 
 
@@ -192,7 +193,8 @@ class NewGLMNET(Method):
         bits = jnp.stack([jnp.uint32(0x9E3779B9) + st.k.astype(jnp.uint32), jnp.uint32(0x85EBCA6B)])
         wpd, q, stats = _l1cd.solve(w0, G0, D, st.cols, active, params, bits)
         if pb.n >= pb.d:  # tall data (see ``refine``)
-            capped = (stats[0] >= self.inner_passes) & (jnp.asarray(self.refine) > 0)
+            # not after a failed search: the CD direction alone, as before the refinement, gets its chance
+            capped = (stats[0] >= self.inner_passes) & (jnp.asarray(self.refine) > 0) & (st.step > 0)
             wpd, q = lax.cond(capped, lambda a: _refine(pb, w0, G0, D, a[0], a[1], lam, l2w + NU, self.refine,
                                                          self.refine_tol), lambda a: a, (wpd, q))
         dw = wpd[:pb.d] - st.w
@@ -295,6 +297,13 @@ def _refine(pb: Problem, w0, G0, D, wpd, q, lam, c, iters, rtol):
 
     zero = jnp.zeros_like(wpd)
     _, x, xq, _, _, _ = lax.while_loop(cond, body, (0, zero, jnp.zeros_like(q), res, res, rr0))
+    # no coordinate moves by more than MOVE (the passes' bound per visit): a column on rows of zero
+    # curvature (the smoothed or squared hinge past its kink) has only nu on the model's diagonal, and
+    # CG would follow it out of the model's range of validity (heart_scale, smoothed hinge + l1, C = 10:
+    # the searches failed and the run stalled at a gap of 1 where the passes alone certified)
+    big = jnp.max(jnp.abs(x))
+    lim = jnp.where(big > MOVE, MOVE / big, 1.0)
+    x, xq = lim * x, lim * xq
     # truncated at the first sign change (the model decreases along x on [0, 1])
     cross = F & (lamv > 0) & (s * x < 0)
     ratio = jnp.where(cross, -wpd / jnp.where(cross, x, 1.0), jnp.inf)
