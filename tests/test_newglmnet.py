@@ -230,7 +230,7 @@ def test_cg_refinement_cuts_the_outer_steps_where_coordinate_descent_crawls():
     """a1a, squared hinge + l1, free intercept, C = 10, float64 to 1e-8: the intercept's column of ones
     and the one-hot columns make the quadratic models ill-conditioned, and the inner coordinate
     descent ends at its pass cap step after step. CG on the model's free set (``refine``, the
-    default) certifies in under half the outer steps of coordinate descent alone (measured 24
+    default) certifies in under half the outer steps of coordinate descent alone (measured 37
     against 108), at scipy's float64 optimum, its dual below it."""
     X, y = load("a1a")
     ref = scipy_primal(X.toarray(), y, squared_hinge, l1, C=10.0)
