@@ -495,3 +495,33 @@ def test_preconditioner_pass_matches_numpy(layout):
     np.testing.assert_allclose(got, want, rtol=1e-12 if dt == jnp.float64 else 2e-6, atol=0)
     np.testing.assert_allclose(np.asarray(_sq_rmatvec(op, jnp.asarray(D[0], dt))), want[0],
                                rtol=1e-12 if dt == jnp.float64 else 2e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_reported_objectives_are_those_of_the_returned_point_at_every_stop(dtype):
+    """newton reports its steps' own certificate (alpha, D(alpha)) and P afresh from X w, not the
+    driver's. Stopped after 1, 2, 3 steps (MAX_ITER) and run to tol 1e-6, each time: P is the numpy
+    objective of the returned (w, b), D is the numpy dual objective of the returned alpha (feasible),
+    and D is below the float64 optimum (LIBLINEAR -s 2's, -e 1e-10): the gap bounds the error."""
+    X, y = load("a1a")
+    X, y = X[:1000], y[:1000]
+    Z = np.hstack([X.toarray(), np.ones((1000, 1))])
+    ref = references.newton(Z, pm(y), "squared_hinge", fit_intercept=False)[0]
+    fstar = references.objective(Z, y, ref, 0.0, 1.0, 2)
+    eps = 1e-11 if dtype == "float64" else 2e-6
+    for max_iter, tol in [(1, 1e-6), (2, 1e-6), (3, 1e-6), (200, 1e-6 if dtype == "float64" else 1e-3)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = svmopt.solve(X, y, loss=squared_hinge, method=newton(tol=tol), intercept_scaling=1.0,
+                             max_iter=max_iter, dtype=dtype)
+        assert (r.status == Status.CONVERGED) == (max_iter == 200), (max_iter, r.status)
+        z = np.append(np.asarray(r.w, np.float64), float(r.b))
+        P = references.objective(Z, y, z, 0.0, 1.0, 2)
+        alpha = np.asarray(r.extras["alpha"], np.float64)
+        D = references.dual_certificate(Z, y, alpha, 1.0, 2, fit_intercept=False)
+        v = Z.T @ (alpha * pm(y))
+        terms = alpha.sum() + 0.25 * alpha @ alpha + 0.5 * v @ v  # D is their difference: rounding scales with them
+        assert float(r.primal_objective) == pytest.approx(P, rel=eps), max_iter
+        assert float(r.dual_objective) == pytest.approx(D, rel=0, abs=eps * terms), max_iter
+        assert D <= fstar * (1 + 1e-12) and P >= fstar * (1 - 1e-12), max_iter
+        assert float(r.primal_objective) - fstar <= float(r.gap) + 10 * eps * P, max_iter
