@@ -79,6 +79,8 @@ class NewGLMNETState(NamedTuple):
     gb: Any  # its b-part (0 without a free intercept)
     obj: Any
     crit: Any
+    dual: Any  # D(alpha) of crit
+    alpha: Any  # (n,) its dual point, -C s l'(margin) projected
     M: Any  # largest violation at the previous step (outer shrinking); inf: shrink nothing
     norm0: Any  # sum of violations at the start (the inner tolerance's unit)
     inner_eps: Any
@@ -167,11 +169,11 @@ class NewGLMNET(Method):
         if not pb.fit_intercept:
             b = jnp.zeros((), dt)
         f = pb.op.matvec(w) + b
-        G, gb, obj, crit = _measure(pb, w, b, f)
+        G, gb, obj, crit, dual, alpha = _measure(pb, w, b, f)
         fresh = dict(self.aux_template(pb), inner_eps=jnp.asarray(self.inner_eps0, dt),
                      norm0=_violation(pb, w, G, gb, jnp.full((), jnp.inf, dt))[2])
         aux = start_or(start, RESUME, start.aux, fresh)
-        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, M=aux["M"],
+        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, dual=dual, alpha=alpha, M=aux["M"],
                                norm0=aux["norm0"], inner_eps=aux["inner_eps"], passes=jnp.asarray(0, jnp.int32),
                                step=jnp.ones((), dt), k=jnp.asarray(0, jnp.int32), best=aux["best"],
                                since=aux["since"], cols=_l1cd.columns(pb.op))
@@ -219,7 +221,7 @@ class NewGLMNET(Method):
         t = jnp.where(ok, t, 0.0)
         w, b = st.w + t * dw, st.b + t * db
         f = pb.op.matvec(w) + b  # afresh: X d's round-off does not accumulate
-        G, gb, obj, crit = _measure(pb, w, b, f)
+        G, gb, obj, crit, dual, alpha = _measure(pb, w, b, f)
         # a step that needed only one inner pass: the model was easy, solve the next one more exactly
         inner_eps = jnp.where(stats[0] <= 1, 0.25 * st.inner_eps, st.inner_eps)
         # a failed search: look at every coordinate again (shrinking may have hidden the way down)
@@ -228,7 +230,8 @@ class NewGLMNET(Method):
         # outer steps on ijcnn1's squared hinge with an intercept at C = 10, the gap stuck at 5e-2)
         best_obj, since_obj = stall_update(st.best[0], st.since, obj, jnp.maximum(self.obj_tol, 2 * jnp.finfo(dt).eps))
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
-        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, M=Mnext, norm0=st.norm0,
+        return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, dual=dual, alpha=alpha, M=Mnext,
+                               norm0=st.norm0,
                                inner_eps=inner_eps, passes=st.passes + stats[0].astype(jnp.int32), step=t,
                                k=st.k + 1, best=jnp.stack([best_obj, best_gap]),
                                since=jnp.minimum(since_obj, since_gap), cols=st.cols)
@@ -237,9 +240,18 @@ class NewGLMNET(Method):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED,
                          jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
+    def own_objectives(self, pb) -> bool:
+        # every step measures P from a fresh X w and the gap of -C s l'(margin), projected: the
+        # driver's certificate and the summary's computed the same again, compiled into every program
+        # (a9a logistic + l1: the stored chunk 713 -> 562 KB, compile 1.74 -> 1.59 s)
+        return True
+
+    def objectives(self, pb, st: NewGLMNETState, it: Iterate):
+        """The step's own P (from X w afresh), D(alpha) and alpha: no product."""
+        return st.obj, st.dual, st.alpha
+
     def finalize(self, pb, st: NewGLMNETState) -> Iterate:
-        # no dual candidate of its own: the driver's -C s l'(margin), projected, is the one crit measured
-        # (handing it over again cost the driver a second X^T (alpha y) and dual objective per step)
+        # the dual point goes to the driver through ``objectives``
         return Iterate(st.w, st.b, None, {"criterion": st.crit, "inner_passes": st.passes, "step": st.step})
 
     def carry(self, pb, st: NewGLMNETState) -> Start:
@@ -340,8 +352,8 @@ def _violation(pb: Problem, w, G, gb, M):
 
 
 def _measure(pb: Problem, w, b, f):
-    """(G, gb, P, relative gap) at (w, b), f = X w + b: one X^T u serves the gradient of the smooth
-    part and the dual point alpha = -C s l'(margin) of the gap."""
+    """(G, gb, P, relative gap, D, alpha) at (w, b), f = X w + b: one X^T u serves the gradient of
+    the smooth part and the dual point alpha = -C s l'(margin) of the gap."""
     _, l2w = _weights(pb)
     lp = pb.loss.derivative(pb.y * f)
     u = pb.cs * pb.y * lp
@@ -351,7 +363,8 @@ def _measure(pb: Problem, w, b, f):
     obj = pb.reg.value(w) + jnp.sum(pb.cs * pb.loss.value(pb.y * f))
     alpha = project_dual(pb, -pb.cs * lp)
     dual, _ = dual_objective(pb, alpha, v=None if pb.fit_intercept else -xu)
-    return G, gb, obj, _gap(obj, dual)
+    dual = jnp.where(jnp.isfinite(dual), dual, -jnp.inf)
+    return G, gb, obj, _gap(obj, dual), dual, alpha
 
 
 newglmnet = NewGLMNET()
