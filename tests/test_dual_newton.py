@@ -14,6 +14,7 @@ from svmopt.losses import MissingCapability, hinge, squared_hinge
 from svmopt.regularizers import l1
 from svmopt.result import Status
 from svmopt.solvers import dual_cd, dual_newton
+import references
 from references import load, objective
 
 F64 = jnp.float64
@@ -74,6 +75,10 @@ def test_certifies_liblinears_optimum_on_wide_data(p, C):
     P = P64(X, y, r, C, p)
     assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
     assert abs(P - ref) <= 1e-6 * ref and float(r.dual_objective) <= ref * (1 + 1e-9)
+    # D is the numpy dual objective of the returned alpha (the method's own certificate, 2026-11-25)
+    Z = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
+    D = references.dual_certificate(Z, y, np.asarray(r.extras["alpha"], float), C, p, fit_intercept=False)
+    assert float(r.dual_objective) == pytest.approx(D, rel=1e-10)
     r32 = svmopt.solve(X, y, loss=loss, C=C, intercept_scaling=1.0, method=dual_newton)
     assert r32.status == Status.CONVERGED
     assert ref * (1 - 1e-6) <= P64(X, y, r32, C, p) <= ref * (1 + 1.1e-3)

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..problem import Problem
+from ..problem import Problem, dual_objective, project_dual
 from ..result import Status
 from ._base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, start_or, stall_update
 
@@ -214,6 +214,18 @@ class DualNewton(Method):
                     "max_iter=100)), as the default method (auto) does; in float32 a problem close to a hard "
                     "margin may need dtype=float64")
         return None
+
+    def own_objectives(self, pb) -> bool:
+        # alpha is the dual iterate and every step measures P(s v) from a fresh X v: the driver's
+        # certificate added -C s l'(margin) as a second candidate and its polish, compiled into every
+        # program (news20-bin hinge, after dual CD's passes: the stored chunk 511 -> 442 KB)
+        return True
+
+    def objectives(self, pb, st: DualNewtonState, it: Iterate):
+        """P(s v), measured from X v afresh by the step, and D(alpha) from X^T (alpha y) computed
+        afresh (v = X^T (alpha y) is updated in place by the steps and drifts by round-off)."""
+        alpha = project_dual(pb, st.alpha)  # the box clip (a no-op up to round-off)
+        return st.obj, dual_objective(pb, alpha)[0], alpha
 
     def check(self, pb, st: DualNewtonState):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED,
