@@ -247,7 +247,7 @@ def test_auto_l1_logistic_matches_liblinear():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = LogisticRegression(penalty="l1", C=1.0, solver="liblinear", fit_intercept=False, tol=1e-10,
-                               max_iter=100000).fit(X, pm(y))
+                               max_iter=100000, random_state=0).fit(X, pm(y))
     w = m.coef_.ravel()
     ref = np.abs(w).sum() + np.logaddexp(0.0, -pm(y) * (X @ w)).sum()
     from svmopt import _l1cd
