@@ -45,8 +45,10 @@ def linearsvc(name, p, C=1.0, bias=1.0):
     loss = {1: "hinge", 2: "squared_hinge"}[p]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # seeded coordinate order (unseeded it came from numpy's global generator: the reference
+        # depended on what ran before it in the worker)
         m = LinearSVC(loss=loss, dual=True, tol=1e-7, max_iter=200000, C=C, fit_intercept=bias is not None,
-                      intercept_scaling=bias or 1.0).fit(X, pm(y))
+                      intercept_scaling=bias or 1.0, random_state=0).fit(X, pm(y))
     w = m.coef_.ravel().astype(float)
     b = float(m.intercept_[0]) if bias is not None else 0.0
     # LIBLINEAR regularizes the bias weight w_B = b / s
