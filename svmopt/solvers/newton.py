@@ -354,7 +354,8 @@ class Newton(Method):
         # every step already certifies (alpha, D(alpha)) and refines it near tol: the driver's
         # certificate (its two candidates, its polish) and the summary's computed the same products
         # again and were compiled into every program (a9a's squared hinge: the stored chunk program
-        # 861 -> 705 KB, and a new process's first solve loads it 25 ms sooner)
+        # 861 -> 705 KB; with the start's program 177 -> 75 KB (see ``init``), a new process's first
+        # solve took 0.14-0.15 s instead of 0.19, bench/results/2026-11-25-first-call-cpu.md)
         return True
 
     def objectives(self, pb, st: NewtonState, it: Iterate):
