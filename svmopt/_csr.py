@@ -22,7 +22,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import _programs
+from . import _ffi
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -53,26 +53,10 @@ def _xla_rmatvec(data, indices, indptr, row_ids, u, *, d):
 
 # ---- the compiled kernel ------------------------------------------------------------------
 
-@functools.cache
 def ffi_available() -> bool:
-    """True when the CPU custom call is built, registered and agrees with the XLA path."""
-    try:
-        from . import _csr_ffi  # built by `pip install -e .` (setup.py); optional
-
-        for name, capsule in _csr_ffi.registrations().items():
-            jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-        if _programs.passed_before(_csr_ffi.__file__):  # this build passed before: registering is enough
-            return True
-        # a 3 x 4 self-test through the custom calls themselves: a broken or ABI-mismatched build
-        # falls back to XLA here instead of failing (or lying) inside a solver. Evaluated now even
-        # when the first question comes from inside a trace (newton's step asks while it traces)
-        with jax.ensure_compile_time_eval():
-            ok = _self_test()
-        if ok:
-            _programs.remember_pass(_csr_ffi.__file__)
-        return ok
-    except Exception:  # noqa: BLE001  (not built, old jax without jax.ffi, ABI mismatch: use XLA)
-        return False
+    """True when the CPU custom call is built, registered and agrees with the XLA path
+    (``svmopt._ffi.load``: a 3 x 4 self-test through the custom calls themselves)."""
+    return _ffi.load("_csr_ffi", _self_test)
 
 
 def _self_test() -> bool:

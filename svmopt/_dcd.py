@@ -13,39 +13,21 @@ the labels: the kernel forms z_i = y_i x_i as it goes); bits (2,) uint32 seed th
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 import jax
 import jax.numpy as jnp
 
-from . import _programs
+from . import _ffi
 
 __all__ = ["available", "rows", "pass_"]
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
-@functools.cache
 def available() -> bool:
-    """True when the pass is built, registered, and takes one known step correctly."""
-    try:
-        from . import _dcd_ffi  # built by `pip install -e .` (setup.py); optional
-
-        for name, capsule in _dcd_ffi.registrations().items():
-            jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-        if _programs.passed_before(_dcd_ffi.__file__):  # this build passed before: registering is enough
-            return True
-        # one coordinate, z = (1, 2), box [0, 1], D = 0: G = -1, alpha <- 1/5, w <- (1/5, 2/5);
-        # evaluated now even when the first question comes from inside a trace (a solver's init)
-        with jax.ensure_compile_time_eval():
-            ok = _self_test()
-        if ok:
-            _programs.remember_pass(_dcd_ffi.__file__)
-        return ok
-    except Exception:  # noqa: BLE001  (not built, old jax without jax.ffi, ABI mismatch: use XLA)
-        return False
+    """True when the pass is built, registered, and takes one known step correctly (``svmopt._ffi.load``)."""
+    return _ffi.load("_dcd_ffi", _self_test)
 
 
 def _self_test() -> bool:

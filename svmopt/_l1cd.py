@@ -12,37 +12,21 @@ built, ``newglmnet`` refuses the problem and ``auto`` sends it to ``alm``.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 import jax
 import jax.numpy as jnp
 
-from . import _programs
+from . import _ffi
 
 __all__ = ["available", "supports", "columns", "solve"]
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
-@functools.cache
 def available() -> bool:
-    """True when the kernel is built, registered, and solves one known problem correctly."""
-    try:
-        from . import _l1cd_ffi  # built by `pip install -e .` (setup.py); optional
-
-        for name, capsule in _l1cd_ffi.registrations().items():
-            jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-        if _programs.passed_before(_l1cd_ffi.__file__):
-            return True
-        with jax.ensure_compile_time_eval():
-            ok = _self_test()
-        if ok:
-            _programs.remember_pass(_l1cd_ffi.__file__)
-        return ok
-    except Exception:  # noqa: BLE001  (not built, old jax without jax.ffi, ABI mismatch)
-        return False
+    """True when the kernel is built, registered, and solves one known problem correctly (``svmopt._ffi.load``)."""
+    return _ffi.load("_l1cd_ffi", _self_test)
 
 
 def _self_test() -> bool:

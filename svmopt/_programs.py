@@ -19,6 +19,14 @@ function, an object of a foreign class) has no key and is never stored: such pro
 the ordinary path, traced and lowered in each process, with XLA's compile still cached by JAX.
 So two programs that differ in anything the trace could see never share a file.
 
+Only a program whose custom calls are all svmopt's own kernels (``svmopt._ffi``) is stored: one
+that calls into LAPACK (the cutting plane's Cholesky) loaded in a new process and crashed it
+(segmentation fault), the target being unknown to XLA there until something lowers a
+factorization. Each file starts with a header naming its key, the custom calls it makes and a
+digest of its payload; a file whose header does not match (truncated, corrupted, written for
+another key) is removed unread, and a program whose kernels are not registered in this process is
+not loaded.
+
 The files live in ``programs/`` beside JAX's cache (on only while that cache is, and only in a
 local folder), at most ``MAX_BYTES`` in all: past that the least recently used go. A file that
 cannot be read (truncated, another jaxlib) is removed and the program compiled as before.
@@ -31,6 +39,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 import types
 from pathlib import Path
@@ -39,13 +48,15 @@ import numpy as np
 
 import jax
 
-__all__ = ["program_key", "usable", "load", "store", "folder", "compile_events", "fresh", "MAX_BYTES", "passed_before", "remember_pass"]
+from . import _csr, _dcd, _ffi, _l1cd
+
+__all__ = ["program_key", "usable", "load", "store", "folder", "compile_events", "fresh", "custom_calls", "MAX_BYTES"]
 
 MAX_BYTES = 512 << 20
 """Disk the stored programs may use; the least recently used go past it."""
 
 _PKG = Path(__file__).resolve().parent
-_counts = {"loaded": 0, "stored": 0, "unkeyed": 0}
+_counts = {"loaded": 0, "stored": 0, "unkeyed": 0, "refused": 0}
 
 
 class _Uncanonical(Exception):
@@ -141,8 +152,7 @@ def _environment() -> str:
              devs[0].client.platform_version, repr(sorted({d.device_kind for d in devs})), str(len(devs)),
              str(jax.process_count()), os.environ.get("XLA_FLAGS", "")]
     if jax.default_backend() == "cpu":  # the lowering uses the custom calls where they are built
-        from . import _csr, _dcd
-        parts += [f"csr_ffi={_csr.ffi_available()}", f"dcd_ffi={_dcd.available()}"]
+        parts += [f"csr_ffi={_csr.ffi_available()}", f"dcd_ffi={_dcd.available()}", f"l1cd_ffi={_l1cd.available()}"]
     return "|".join(parts)
 
 
@@ -192,28 +202,69 @@ def program_key(name, fn, treedef, signature, donate) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+_MAGIC = b"svmopt-program 2\n"
+_CALL = re.compile(r'custom_call_target="([^"]+)"')
+
+
+def custom_calls(exe) -> frozenset | None:
+    """The custom-call targets of a compiled program (None when its text cannot be read)."""
+    try:
+        return frozenset(_CALL.findall(exe.as_text()))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _header(key: str, calls, payload: bytes) -> bytes:
+    digest = hashlib.sha256(key.encode() + b"\0" + payload).hexdigest()
+    return _MAGIC + f"{key} {digest} {','.join(sorted(calls))}\n".encode()
+
+
+def _read(path: Path, key: str):
+    """(custom calls, payload) of a stored file, or None when it is not a sound entry for ``key``."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    if not blob.startswith(_MAGIC):
+        return _drop(path)
+    line, _, payload = blob[len(_MAGIC):].partition(b"\n")
+    parts = line.decode("ascii", "replace").split(" ")
+    if len(parts) != 3 or parts[0] != key:
+        return _drop(path)
+    calls = frozenset(c for c in parts[2].split(",") if c)
+    if _header(key, calls, payload) != blob[:len(_MAGIC) + len(line) + 1]:
+        return _drop(path)
+    return calls, payload
+
+
+def _drop(path: Path):
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    return None
+
+
 def load(key, in_tree):
     """The stored executable for ``key`` (a ``jax.stages.Compiled``), or None."""
     where = folder()
     if where is None or key is None:
         return None
     path = where / f"{key}.bin"
-    try:
-        blob = path.read_bytes()
-    except OSError:
+    entry = _read(path, key)
+    if entry is None:
+        return None
+    calls, payload = entry
+    if not calls <= _ffi.registered():  # a kernel this process has not registered: never run it
         return None
     try:
         from jax.experimental import serialize_executable as se
-        out_tree, payload = pickle.loads(blob)
+        out_tree, data = pickle.loads(payload)
         # on the default device alone (``usable``): by default the executable would be loaded for
         # every device of the backend, and a one-device program then fails to run
-        exe = se.deserialize_and_load(payload, in_tree, out_tree, execution_devices=jax.devices()[:1])
-    except Exception:  # noqa: BLE001  (truncated, written by another jaxlib: compile again)
-        try:
-            path.unlink()
-        except OSError:
-            pass
-        return None
+        exe = se.deserialize_and_load(data, in_tree, out_tree, execution_devices=jax.devices()[:1])
+    except Exception:  # noqa: BLE001  (written by another jaxlib: compile again)
+        return _drop(path)
     try:
         os.utime(path)  # recently used (eviction goes by modification time)
     except OSError:
@@ -259,14 +310,19 @@ def store(key, exe) -> None:
     where = folder()
     if where is None or key is None:
         return
+    calls = custom_calls(exe)
+    if calls is None or any(not c.startswith(_ffi.PREFIX) for c in calls):  # e.g. LAPACK: not proven safe
+        _counts["refused"] += 1
+        return
     try:
         from jax.experimental import serialize_executable as se
-        payload, _, out_tree = se.serialize(exe)
-        blob = pickle.dumps((out_tree, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        data, _, out_tree = se.serialize(exe)
+        payload = pickle.dumps((out_tree, data), protocol=pickle.HIGHEST_PROTOCOL)
         where.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+            f.write(_header(key, calls, payload))
+            f.write(payload)
         os.replace(tmp, where / f"{key}.bin")  # atomic: a reader sees all of a file or none
         _counts["stored"] += 1
         _evict(where)
@@ -291,39 +347,3 @@ def _evict(where: Path) -> None:
             total -= size
         except OSError:
             pass
-
-
-# ---- the custom calls' self-tests
-# ``svmopt._csr`` and ``svmopt._dcd`` run their built extension once per process on a tiny
-# problem before trusting it, which compiles two small programs each. A pass is remembered here,
-# keyed by the extension's bytes and JAX's versions, so a new process only registers it.
-def _self_test_marker(module_file) -> Path | None:
-    where = folder()
-    if where is None:
-        return None
-    try:
-        blob = Path(module_file).read_bytes()
-    except OSError:
-        return None
-    import jaxlib
-    h = hashlib.sha256(blob)
-    h.update(f"|{jax.__version__}|{jaxlib.__version__}|{os.uname().machine}".encode())
-    return where / f"selftest-{h.hexdigest()}"
-
-
-def passed_before(module_file) -> bool:
-    """True when this very build passed its self-test under this JAX before (see above)."""
-    marker = _self_test_marker(module_file)
-    return marker is not None and marker.exists()
-
-
-def remember_pass(module_file) -> None:
-    marker = _self_test_marker(module_file)
-    if marker is None:
-        return
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass
-
