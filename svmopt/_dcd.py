@@ -53,10 +53,11 @@ def rows(op, y):
     float32 that copy cost 44 MB and ~20 ms a solve; no clipped copy of the columns: the kernel
     clamps each index into [0, d) where it reads it, and checks the row pointers)."""
     y = jnp.asarray(y, op.dtype)
-    if hasattr(op, "indptr"):
-        return dict(vals=op.data, cols=op.indices.astype(jnp.int32), ptr=op.indptr.astype(jnp.int32), y=y)
+    if op.layout == "sparse":
+        data, indices, indptr, _ = op.entries()
+        return dict(vals=data, cols=indices.astype(jnp.int32), ptr=indptr.astype(jnp.int32), y=y)
     empty = jnp.zeros((0,), jnp.int32)
-    return dict(vals=op.X, cols=empty, ptr=empty, y=y)
+    return dict(vals=op.dense(), cols=empty, ptr=empty, y=y)
 
 
 def pass_(w, alpha, coef, rows, active, Mbar, mbar, bits):

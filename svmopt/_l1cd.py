@@ -50,17 +50,18 @@ def columns(op):
     """X's columns for the kernel: CSC (vals, idx row ids, ptr) of a CSR operator (a counting sort,
     each column's entries in row order), or the transpose (d, n) of dense X (one copy of X, held for
     the solve)."""
-    if hasattr(op, "indptr"):
+    if op.layout == "sparse":
         n, d = op.shape
-        dt = op.data.dtype
+        data, indices, indptr, _ = op.entries()
+        dt = data.dtype
         call = jax.ffi.ffi_call(  # a counting sort in the kernel module (an XLA sort cost a9a 150 ms a solve)
             f"svmopt_csc_{_DTYPES[np.dtype(dt)]}",
-            (jax.ShapeDtypeStruct(op.data.shape, dt), jax.ShapeDtypeStruct(op.data.shape, jnp.int32),
+            (jax.ShapeDtypeStruct(data.shape, dt), jax.ShapeDtypeStruct(data.shape, jnp.int32),
              jax.ShapeDtypeStruct((d + 1,), jnp.int32)), vmap_method="sequential")
-        vals, idx, ptr = call(op.data, op.indices.astype(jnp.int32), op.indptr.astype(jnp.int32))
+        vals, idx, ptr = call(data, indices.astype(jnp.int32), indptr.astype(jnp.int32))
         return dict(vals=vals, idx=idx, ptr=ptr)
     empty = jnp.zeros((0,), jnp.int32)
-    return dict(vals=jnp.transpose(op.X), idx=empty, ptr=empty)
+    return dict(vals=jnp.transpose(op.dense()), idx=empty, ptr=empty)
 
 
 def solve(w, G, D, cols, active, params, bits):

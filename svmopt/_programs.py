@@ -306,7 +306,7 @@ def store(key, exe) -> None:
 
     Only a freshly compiled executable may come here. One that JAX itself loaded from its
     persistent cache serializes without its kernels on the CPU (jax 0.10: loaded again, it fails
-    with "Function wrapped_... not found"), so ``driver._compile`` does not store those."""
+    with "Function wrapped_... not found"), so ``driver.compiled`` does not store those."""
     where = folder()
     if where is None or key is None:
         return

@@ -1,35 +1,24 @@
-"""The one loop driver every solver runs under; it alone decides the status.
+"""How the loop runs: compiled ahead of time and cached, in interruptible chunks, in batches.
 
-A method (``svmopt.solvers._base.Method``) only says how to start, step, check and
-finish. The driver owns:
+The loop itself (``svmopt.loop``) is pure; this module executes it:
 
-* the loop: ``lax.while_loop`` of ``step`` until ``check`` stops it or ``max_iter``;
-* the **status contract** (SPEC section 6): when a method's own criterion is met, the
-  driver computes the relative duality gap (P - D)/|P| of the problem as asked (the
-  true loss, with D from a feasible dual point). At most ``tol``: CONVERGED. Above:
-  the method's ``tighten`` makes its inner tolerance stricter and the loop goes on; a
-  method that cannot tighten (or a problem without a dual) ends UNCERTIFIED. MAX_ITER,
-  STALLED, DIVERGED and NONFINITE are decided here too;
-* the summary: primal / dual objectives, gap, the resume point (``Start``);
-* execution. ``core`` is one pure function (used inside a user's ``jit`` / ``vmap`` /
-  ``grad``). ``run`` executes eagerly in *chunks* of iterations, each a call of one
-  compiled program whose iteration bound is a runtime number: between chunks the host
-  sees Ctrl-C (a solve stops within a fraction of a second and the process stays
-  usable), prints progress (``verbose``) and records history. ``run_batch`` solves
-  many problems (one-vs-rest, a C grid): as separate lanes spread over devices
-  ("loop") or as vmapped batches whose finished lanes leave ("vmap").
-
-Compiled programs are cached by (structure, shapes, dtypes): runtime numbers of the
-method (tol, seeds, caps), C, labels, weights and the start are arguments, never
-part of the key.
+* ``compiled(name, fn, args)``: programs are compiled once per (structure, shapes, dtypes,
+  shardings) and kept (``MAX_PROGRAMS``); runtime numbers of the method (tol, seeds, caps), C,
+  labels, weights and the start are arguments, never part of the key. A program another process
+  compiled is loaded from svmopt's program store (``svmopt._programs``) instead of traced.
+* ``run``: one problem eagerly, in *chunks* of iterations, each a call of one compiled program
+  whose iteration bound is a runtime number: between chunks the host sees Ctrl-C (a solve stops
+  within a fraction of a second and the process stays usable), prints progress (``verbose``) and
+  records history.
+* ``run_batch``: many problems that differ in some leaves (one-vs-rest labels, a C grid, the
+  pairs of one-vs-one): as lanes of the one unbatched program spread over devices ("loop") or as
+  vmapped batches whose finished lanes leave ("vmap").
+* ``run_inline``: the whole solve as one traced computation (inside a user's jit / vmap / grad).
 """
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
-import math
 import time
-from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -39,233 +28,14 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from . import _programs
-from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual
+from . import loop
+from .loop import RUNNING, Summary
+from .problem import Problem
+from .progress import Progress, ensure_logging, log
 from .result import Status
-from .solvers._base import COLD, Start
+from .solvers.base import Start
 
-__all__ = ["core", "summarize", "run", "run_batch", "cold_start", "Summary", "RUNNING", "compile_count"]
-
-RUNNING = -1
-"""The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
-log = logging.getLogger("svmopt")
-
-
-class Summary(NamedTuple):
-    w: Any
-    b: Any
-    primal: Any
-    dual: Any
-    gap: Any
-    status: Any
-    iterations: Any
-    extras: dict
-    state: Start
-
-
-# ---------------------------------------------------------------------------------- objectives
-def has_dual(method, pb: Problem) -> bool:
-    """Static: can a duality gap be computed for this problem?"""
-    if method.own_objectives(pb):
-        return True
-    return pb.loss.has_dual and pb.reg.has_conjugate
-
-
-POLISH_WITHIN = 10.0  # polish the dual only when the plain candidates' relative gap is below 10 tol
-POLISH_BUDGET = 2.0  # the rows near the kink that polish_dual may free cost at most this * tol |P|
-
-
-def objectives(method, pb: Problem, st, polish: bool = True):
-    """(iterate, primal, dual, best dual alpha) of the method's state (jittable).
-
-    D is the best of the method's dual candidate and -C s l'(margin), each projected onto
-    the dual's feasible set (``project_dual``); with ``polish``, when that gap is within
-    ``POLISH_WITHIN`` times tol, the best one is improved by ``problem.polish_dual`` with the
-    method's ``polish_steps`` (a certificate then costs a few more matvecs, paid only near
-    the end of a solve).
-    """
-    it = method.finalize(pb, st)
-    if method.own_objectives(pb):
-        primal, dual, alpha = method.objectives(pb, st, it)
-        return it, primal, dual, alpha
-    f = pb.op.matvec(it.w) + it.b
-    primal = primal_objective(pb, it.w, it.b, f)
-    nan = jnp.asarray(jnp.nan, primal.dtype)
-    if not (pb.loss.has_dual and pb.reg.has_conjugate):
-        return it, primal, nan, it.alpha
-    # dual candidates: the method's own (if any) and -l'(margin) (exact for smooth losses)
-    cands = [pb.cs * -pb.loss.derivative(pb.y * f)]
-    if it.alpha is not None:
-        cands.append(it.alpha)
-    best, best_alpha = -jnp.inf, None
-
-    def consider(a, best, best_alpha):
-        dval, _ = dual_objective(pb, a)
-        dval = jnp.where(jnp.isfinite(dval), dval, -jnp.inf)
-        take = dval > best
-        return jnp.where(take, dval, best), (a if best_alpha is None else jnp.where(take, a, best_alpha))
-
-    for a in cands:
-        best, best_alpha = consider(project_dual(pb, a), best, best_alpha)
-    if polish and any(method.polish_steps) and can_polish(pb):
-        budget = POLISH_BUDGET * method.gap_tol() * jnp.abs(primal)
-
-        def improve(ba):
-            return consider(polish_dual(pb, ba[1], it.w, f, *method.polish_steps, budget=budget), *ba)
-
-        gap = relative_gap(primal, best)  # (a gap already within tol needs no polish)
-        near = (gap > method.gap_tol()) & (gap <= POLISH_WITHIN * method.gap_tol())
-        best, best_alpha = lax.cond(near, improve, lambda ba: ba, (best, best_alpha))
-    bound = method.dual_bound(pb, st)
-    if bound is not None:  # e.g. the cutting plane's working-set dual: a valid lower bound too
-        best = jnp.maximum(best, bound)
-    return it, primal, jnp.where(jnp.isfinite(best), best, nan), best_alpha
-
-
-def certifies(gap, tol):
-    """A relative gap within tol, and not below -tol: for a convex problem D <= P* <= P, so a gap
-    further below 0 than rounding is no certificate (a kernel that is not positive semidefinite made
-    nesvm's D exceed its P by 2.3 P, and the run said CONVERGED)."""
-    return (gap <= tol) & (gap >= -tol)
-
-
-def relative_gap(primal, dual):
-    tiny = jnp.finfo(jnp.result_type(primal)).tiny
-    return (primal - dual) / jnp.maximum(jnp.abs(primal), tiny)
-
-
-def final_status(code, primal, start, finite):
-    status = jnp.where(code == RUNNING, Status.MAX_ITER, code)
-    status = jnp.where(primal > 1e3 * (jnp.abs(start) + 1.0), Status.DIVERGED, status)
-    return jnp.where(finite, status, Status.NONFINITE).astype(jnp.int32)
-
-
-class Loop(NamedTuple):
-    """What the loop carries: the method's state and the best certificate seen so far.
-
-    dual   the largest dual objective of the certificate checks so far (-inf before the first):
-           D(alpha) <= P* holds for every feasible alpha, whichever iterate it came from, so the
-           best one is kept (the duals of primal methods do not grow monotonically)
-    alpha  (n,) its dual point (zeros before the first check)
-    primal the primal objective of the last check (+inf before the first): when that check
-           certified, the state has not moved since, and the summary reuses it (no products)
-    """
-
-    st: Any
-    dual: Any
-    alpha: Any
-    primal: Any
-
-
-def _best(loop: Loop, dual, alpha):
-    """The certificate (dual, alpha) or the loop's best, whichever is larger."""
-    take = dual >= loop.dual  # the latest wins ties; NaN (no dual) never replaces
-    if alpha is None or jnp.shape(alpha) != jnp.shape(loop.alpha):
-        return jnp.where(take, dual, loop.dual), None
-    return jnp.where(take, dual, loop.dual), jnp.where(take, alpha, loop.alpha)
-
-
-def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
-    """Final w, b, objectives, gap, status and resume point from a loop state (jittable).
-
-    D is the better of the final iterate's plain candidates (no polish: a summary is cheap)
-    and the best certificate of the loop (which certified a CONVERGED status). A CONVERGED run
-    ends on the state its last check certified: that check's primal, dual and alpha are the
-    summary's, without the three products of computing them again (a9a's squared hinge: 1 ms)."""
-    st = loop.st
-    it, primal, dual, alpha = _final_objectives(method, pb, loop, code)
-    best, best_alpha = _best(loop, dual, alpha)
-    dual = jnp.where(jnp.isfinite(best), best, dual)
-    if best_alpha is not None and pb.kernel is None:  # a kernel model's alpha is its expansion: keep the iterate's
-        alpha = best_alpha
-    extras = dict(it.extras)
-    if alpha is not None:
-        extras["alpha"] = alpha
-    gap = primal - dual
-    finite = jnp.all(jnp.isfinite(it.w)) & jnp.isfinite(it.b) & jnp.isfinite(primal)
-    status = final_status(code, primal, method.start_objective(pb), finite)
-    # a CONVERGED code was certified in the loop; re-check on the reported numbers
-    # (the loop certified with its own, equally valid, rounding: allow the rounding of one more pass)
-    slack = 64 * jnp.finfo(primal.dtype).eps
-    ok = certifies(relative_gap(primal, dual), method.gap_tol() * (1 + 1e-6) + slack)
-    if pb.kernel is not None and not pb.kernel.psd:  # not convex: no gap certifies (kernels.Kernel.psd)
-        ok = False
-    status = jnp.where((status == Status.CONVERGED) & ~ok, Status.UNCERTIFIED, status).astype(jnp.int32)
-    return Summary(it.w, it.b, primal, dual, gap, status, k, extras, method.carry(pb, st))
-
-
-def _final_objectives(method, pb: Problem, loop: Loop, code):
-    """(iterate, primal, dual, alpha) for the summary: the last check's where it certified."""
-    it = method.finalize(pb, loop.st)
-    reuse = (has_dual(method, pb) and it.alpha is not None and jnp.shape(it.alpha) == jnp.shape(loop.alpha)
-             and pb.kernel is None)
-    if not reuse:
-        return objectives(method, pb, loop.st, polish=False)
-
-    def fresh(_):
-        _, primal, dual, alpha = objectives(method, pb, loop.st, polish=False)
-        return primal, dual, alpha.astype(loop.alpha.dtype)
-
-    def certified(_):
-        return loop.primal, loop.dual, loop.alpha
-
-    primal, dual, alpha = lax.cond(code == Status.CONVERGED, certified, fresh, None)
-    return it, primal, dual, alpha
-
-
-# ---------------------------------------------------------------------------------- the loop
-def _certify(method, pb, loop: Loop, code, k):
-    """The method says CONVERGED (or a periodic check is due): CONVERGED only with a certified
-    gap; a method whose own rule fired but whose gap is above tol tightens and goes on."""
-    if not has_dual(method, pb):
-        return loop, jnp.where(code == Status.CONVERGED, Status.UNCERTIFIED, code).astype(jnp.int32)
-    periodic = method.certify_due(pb, loop.st, k)
-    claimed = code == Status.CONVERGED
-    due = claimed if periodic is None else claimed | ((code == RUNNING) & periodic)
-
-    def check(loop):
-        st = loop.st
-        _, primal, dual, alpha = objectives(method, pb, st)
-        dual, alpha = _best(loop, dual, alpha)
-        loop = loop._replace(dual=dual, alpha=loop.alpha if alpha is None else alpha, primal=primal)
-        ok = certifies(relative_gap(primal, dual), method.gap_tol())
-        tight = method.tighten(pb, st)
-        if tight is None:
-            fail = jnp.where(claimed, Status.UNCERTIFIED, code)
-            return loop, jnp.where(ok, Status.CONVERGED, fail).astype(jnp.int32)
-        st = jax.tree_util.tree_map(lambda a, t: jnp.where(ok | ~claimed, a, t), st, tight)
-        return loop._replace(st=st), jnp.where(ok, Status.CONVERGED, RUNNING).astype(jnp.int32)
-
-    return lax.cond(due, check, lambda s: (s, code), loop)
-
-
-def _loop(method, pb: Problem, loop: Loop, k0, code0, until):
-    def cond(c):
-        k, _, code = c
-        return (k < until) & (code == RUNNING)
-
-    def body(c):
-        k, loop, _ = c
-        loop = loop._replace(st=method.step(pb, loop.st))
-        code = jnp.asarray(method.check(pb, loop.st), jnp.int32)
-        loop, code = _certify(method, pb, loop, code, k + 1)
-        return k + 1, loop, code
-
-    return lax.while_loop(cond, body, (k0, loop, code0))
-
-
-def _init_fn(method, pb, start):
-    dt = pb.dtype
-    # alpha computed from the rows' weights (finite): on row-sharded X it lives where the rows live,
-    # as the chunks' alpha does (a constant zeros would be replicated, and the chunk's input sharding differ)
-    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt), jnp.asarray(jnp.inf, dt))
-
-
-def core(method, pb: Problem, start: Start, max_iter) -> Summary:
-    """init -> while_loop(step, check, certify) -> summarize; pure, jittable, vmappable."""
-    loop = _init_fn(method, pb, start)
-    k, loop, code = _loop(method, pb, loop, jnp.asarray(0, jnp.int32), jnp.asarray(RUNNING, jnp.int32),
-                          jnp.asarray(max_iter, jnp.int32))
-    return summarize(method, pb, loop, k, code)
+__all__ = ["run", "run_batch", "run_inline", "cold_start", "compiled", "compile_count", "on_one_device", "take"]
 
 
 def cold_start(method, pb: Problem) -> Start:
@@ -273,9 +43,9 @@ def cold_start(method, pb: Problem) -> Start:
     Outside a trace it is made by one compiled program (cached like the loop's): built op by
     op, its zeros and the method's template cost a compile each in a new process."""
     if on_one_device((method, pb)):  # (rows over devices: the ops place the zeros as before)
-        exe, _ = _compile("cold", _cold_fn, (method, pb))
+        exe, _ = compiled("cold", loop.zero_start, (method, pb))
         return exe(method, pb)
-    return _cold_fn(method, pb)
+    return loop.zero_start(method, pb)
 
 
 def on_one_device(tree) -> bool:
@@ -292,11 +62,6 @@ def on_one_device(tree) -> bool:
             home = devs
     return True
 
-
-def _cold_fn(method, pb: Problem) -> Start:
-    dt = pb.dtype
-    return Start(jnp.zeros((pb.d,), dt), jnp.zeros((), dt), jnp.zeros((pb.n,), dt),
-                 jnp.asarray(COLD, jnp.int32), method.aux_template(pb))
 
 
 # ---------------------------------------------------------------------------------- compiled pieces
@@ -329,7 +94,7 @@ def compile_count() -> int:
     return _counts["compiles"]
 
 
-def _signature(args):
+def signature(args):
     leaves, tree = jax.tree_util.tree_flatten(args)
     sig = []
     for x in leaves:
@@ -340,11 +105,11 @@ def _signature(args):
     return tree, tuple(sig)
 
 
-def _compile(name, fn, args, donate=()):
+def compiled(name, fn, args, donate=()):
     """AOT-compile ``fn`` once per (name, pytree structure incl. static fields, shapes, dtypes).
     A program another process already compiled is loaded from disk instead, untraced
     (``svmopt._programs``: only where every static part can be written out)."""
-    tree, sig = _signature(args)
+    tree, sig = signature(args)
     key = (name, tree, sig)
     hit = _compiled.get(key)
     if hit is not None:
@@ -371,144 +136,30 @@ def _with_shardings(shapes, exe):
     return jax.tree_util.tree_map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
                                   exe.output_shardings)
 
-
-def _chunk_fn(method, pb, state, k, code, until):
-    k, state, code = _loop(method, pb, state, k, code, until)
-    return state, k, code
-
-
-def _chunk_summary_fn(method, pb, state, k, code, until, final=None, report=None):
-    """A chunk, and the summary when the run ends here (done, or k reached ``final``) or when
-    ``report`` asks for progress; otherwise a placeholder (a summary costs a certificate).
-    Without ``final`` and ``report`` (batches over lanes), always the summary."""
-    k, state, code = _loop(method, pb, state, k, code, until)
-    if final is None or report is None:
-        return state, k, code, summarize(method, pb, state, k, code)
-    need = report | (code != RUNNING) | (k >= final)
-    full = lambda: summarize(method, pb, state, k, code)  # noqa: E731
-    empty = lambda: jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(full))  # noqa: E731
-    return state, k, code, lax.cond(need, full, empty)
-
-
-def _summary_fn(method, pb, state, k, code):
-    return summarize(method, pb, state, k, code)
-
-
-def _core_fn(method, pb, start, max_iter):
-    return core(method, pb, start, max_iter)
-
-
-class Progress:
-    """Chunk sizing, progress lines and history for one eager run.
-
-    verbose: False/0 (quiet), True (a line about every second), an int k (every k
-    iterations), or a callable ``f(info: dict)`` called with iteration, objective, gap,
-    relative_gap, elapsed after every chunk.
-    """
-
-    TARGET = 0.2  # seconds per chunk: Ctrl-C and progress lines are seen about this often
-    GROWTH = 8  # a chunk has at most this many times the iterations of the one before
-
-    def __init__(self, verbose=False, history=False, record_every=1, label=""):
-        self.verbose, self.history, self.record_every, self.label = verbose, history, int(record_every), label
-        self.rows: list = []
-        self.last_print = -math.inf
-        self.last_k = 0
-        self.last_step = 1
-
-    def next_until(self, k, max_iter, per_iter, chunks=None):
-        """The iteration the next chunk runs to: about TARGET seconds at the measured per-iteration
-        time. The first chunk is one iteration (one iteration of a cutting plane or AL-FPGM on a
-        large problem can take a second) and a chunk grows at most ``GROWTH``-fold over the last,
-        so a slow iteration after fast ones cannot make a chunk run far past TARGET.
-        ``chunks`` (the number of chunks run so far) replaces the timing rule by a fixed doubling
-        16, 32, ... 1024: several processes must run chunks of the same length (the collectives
-        inside must match), so no clock may decide it."""
-        if self.history:
-            step = self.record_every
-        elif chunks is not None:
-            step = min(16 << min(chunks, 6), 1024)
-        else:
-            step = 1 if per_iter is None else int(min(self.TARGET / max(per_iter, 1e-9), self.GROWTH * self.last_step))
-            every = self.every()
-            if every:  # a callback with ``every`` sees exactly the multiples of every
-                step = every - k % every if per_iter is None else min(step, every - k % every)
-        step = max(1, step)
-        self.last_step = step
-        return int(min(max_iter, k + step))
-
-    def every(self):
-        """Iterations between progress lines (verbose=k, or a callable with an ``every`` attribute)."""
-        v = self.verbose
-        if isinstance(v, int) and not isinstance(v, bool) and v > 1:
-            return v
-        return int(getattr(v, "every", 0) or 0) if callable(v) else 0
-
-    def report(self, k, primal, dual, elapsed, force=False):
-        primal, dual = float(primal), float(dual)
-        gap = primal - dual
-        rel = gap / max(abs(primal), 1e-300)
-        if self.history:
-            self.rows.append((k, primal, gap, elapsed))
-        v = self.verbose
-        if not v:
-            return
-        info = dict(iteration=k, objective=primal, gap=gap, relative_gap=rel, elapsed=elapsed, label=self.label)
-        if callable(v) and not isinstance(v, bool):
-            every = self.every()  # a callback with every=k sees the multiples of k, then the end, once each
-            if (force or not every or k % every == 0) and k != getattr(self, "_cb_k", None):
-                self._cb_k = k
-                v(info)
-            return
-        every_k = isinstance(v, int) and not isinstance(v, bool) and v > 1
-        due = (k // v > self.last_k // v) if every_k else (elapsed - self.last_print >= 1.0)
-        if due or force:
-            self.last_print, self.last_k = elapsed, k
-            log.info("%siter %7d  objective %.10g  gap %.3g  rel.gap %.3g  %.2f s", self.label, k, primal, gap,
-                     rel, elapsed)
-
-    def table(self, dtype=np.float64):
-        if not self.rows:
-            return None
-        it, obj, gap, t = map(np.asarray, zip(*self.rows))
-        return {"iteration": it.astype(np.int64), "objective": obj.astype(dtype), "gap": gap.astype(dtype),
-                "time": t}
-
-
-def _ensure_logging(verbose):
-    """verbose=True with no logging configured: show svmopt's lines on stderr."""
-    if verbose and not callable(verbose) and not log.handlers and not logging.getLogger().handlers:
-        h = logging.StreamHandler()
-        h.setFormatter(logging.Formatter("svmopt: %(message)s"))
-        log.addHandler(h)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-
-
 def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = False, record_every: int = 1,
         verbose=False, label: str = ""):
     """Run ``method`` on ``pb`` eagerly, in chunks; returns (Summary, history or None, timings)."""
-    _ensure_logging(verbose)
+    ensure_logging(verbose)
     prog = Progress(verbose, history, record_every, label)
     i32 = lambda v: jax.device_put(np.int32(v))  # noqa: E731  (a transfer; jnp.asarray compiles a conversion)
     tc = 0.0
-    init, dt = _compile("init", _init_fn, (method, pb, start))
+    init, dt = compiled("init", loop.init, (method, pb, start))
     tc += dt
     try:  # the program's own output types (tracing init again for them costs a new process ~0.1 s)
         state_shape = init.out_info
     except AttributeError:  # an older JAX
-        state_shape = _with_shardings(jax.eval_shape(_init_fn, method, pb, start), init)
+        state_shape = _with_shardings(jax.eval_shape(loop.init, method, pb, start), init)
     # the loop's scalars in one transfer (one each cost ~0.25 ms a solve)
     k, code, one, last, report = jax.device_put([np.int32(0), np.int32(RUNNING), np.int32(1), np.int32(max_iter),
                                                  np.asarray(bool(verbose))])
     chunk_args = (method, pb, state_shape, k, code, one)
     if history:
-        chunk, dt = _compile("chunk", _chunk_fn, chunk_args, donate=(2,))
+        chunk, dt = compiled("chunk", loop.chunk, chunk_args, donate=(2,))
         tc += dt
-        summ, dt = _compile("summary", _summary_fn, chunk_args[:5])
+        summ, dt = compiled("summary", loop.summary, chunk_args[:5])
         tc += dt
     else:
-        chunk, dt = _compile("chunk+summary", _chunk_summary_fn, chunk_args + (last, report),
+        chunk, dt = compiled("chunk+summary", loop.chunk_summary, chunk_args + (last, report),
                              donate=(2,))
         tc += dt
     t0 = time.perf_counter()
@@ -539,7 +190,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         if history or verbose:
             prog.report(kk, s.primal, s.dual, elapsed)
     if s is None:  # max_iter reached before any chunk (cannot happen for max_iter >= 1)
-        summ, dt = _compile("summary", _summary_fn, (method, pb, state, k, code))
+        summ, dt = compiled("summary", loop.summary, (method, pb, state, k, code))
         tc += dt
         s = summ(method, pb, state, k, code)
     if verbose and not history:
@@ -548,7 +199,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
 
 
 # ---------------------------------------------------------------------------------- batches
-def _take(tree, axes, i):
+def take(tree, axes, i):
     """Lane i of a batched pytree (``axes``: 0 for batched leaves, None for shared ones)."""
     return jax.tree_util.tree_map(lambda a, ax: a if ax is None else a[i], tree, axes,
                                   is_leaf=lambda x: x is None)
@@ -576,14 +227,14 @@ class _Lanes:
         leaves = list(self.leaves)
         args = ([leaves[k] for k in self.picked], np.asarray(i, np.int32))
         if self.exe is None:
-            self.exe, self.compile = _compile("lane", _lane_fn, args)
+            self.exe, self.compile = compiled("lane", _lane_fn, args)
         for k, v in zip(self.picked, self.exe(*args)):
             leaves[k] = v
         return self.treedef.unflatten(leaves)
 
 
 def _row_sharded(pb) -> bool:
-    return getattr(pb.op, "mesh", None) is not None  # X's rows spread over devices (svmopt.sharding)
+    return pb.op.layout == "sharded"  # X's rows spread over devices (svmopt.sharding)
 
 
 def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: int, mode: str = "auto",
@@ -622,7 +273,7 @@ def run_batch(method, pb: Problem, axes, starts: Start, *, size: int, max_iter: 
         raise ValueError(f"batch mode must be 'auto', 'loop' or 'vmap', got {mode!r}")
     if mode == "vmap" and devices[0] is None:
         mode = "loop"
-    _ensure_logging(verbose)
+    ensure_logging(verbose)
     sax = jax.tree_util.tree_map(lambda _: 0, starts)
     if labels is None:
         labels = [str(i) for i in range(size)]
@@ -651,7 +302,7 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
     out, tables = [], {}
     for i in range(size):
         p = progress[i]
-        s, table, t = run(method, _take(pb, axes, i), _take(starts, sax, i), max_iter=max_iter,
+        s, table, t = run(method, take(pb, axes, i), take(starts, sax, i), max_iter=max_iter,
                           history=p.history, record_every=p.record_every, verbose=p.verbose, label=p.label)
         tables[i] = table
         out.append(jax.device_get(s) if device is not None else s)
@@ -675,7 +326,7 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
     def exe(name, fn, args, donate=()):
         nonlocal tc
         if name not in exes:  # every problem has the same structure and shapes
-            exes[name], dt = _compile(name, fn, args, donate=donate)
+            exes[name], dt = compiled(name, fn, args, donate=donate)
             tc += dt
         return exes[name]
 
@@ -685,14 +336,14 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
         p = progress[i]
         lp, st0 = lanes_pb(i), lanes_st(i)
         t1 = time.perf_counter()
-        state = exe("init", _init_fn, (method, lp, st0))(method, lp, st0)
+        state = exe("init", loop.init, (method, lp, st0))(method, lp, st0)
         k, code = i32(0), i32(RUNNING)
         per, kk = None, 0  # history starts after the first chunk, as in the other batch modes
         while True:
             until = i32(p.next_until(kk, max_iter, per))
             t2 = time.perf_counter()
             args = (method, lp, state, k, code, until)
-            state, k, code, s = exe("chunk+summary", _chunk_summary_fn, args, donate=(2,))(*args)
+            state, k, code, s = exe("chunk+summary", loop.chunk_summary, args, donate=(2,))(*args)
             kh, ch = int(k), int(code)
             per = (time.perf_counter() - t2) / max(kh - kk, 1)
             kk = kh
@@ -703,7 +354,7 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
                 break
         out.append(s)
         tables[i] = p.table()
-    stack, dt = _compile("stack", _stack_fn, (out,))  # one call, not one per problem and leaf
+    stack, dt = compiled("stack", _stack_fn, (out,))  # one call, not one per problem and leaf
     summary = jax.tree_util.tree_map(np.asarray, jax.device_get(stack(out)))
     tc += dt + lanes_pb.compile + lanes_st.compile
     return summary, {"compile": tc, "run": time.perf_counter() - t0 - tc, "lanes": [1] * size, "tables": tables}
@@ -741,7 +392,7 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
 
     def refill(method, lp, st0, state, k, code, fresh):
         def body(method, lp, st0, state, k, code, fresh):
-            new = _init_fn(method, one(lp, pspec), one(st0, sspec))
+            new = loop.init(method, one(lp, pspec), one(st0, sspec))
             f = fresh[0]
             state = jax.tree_util.tree_map(lambda a, b: jnp.where(f, b[None], a), state, new)
             return state, jnp.where(fresh, 0, k), jnp.where(fresh, RUNNING, code)
@@ -749,12 +400,12 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
 
     def chunk(method, lp, state, k, code, until):
         def body(method, lp, state, k, code, until):
-            st, kk, cc, s = _chunk_summary_fn(method, one(lp, pspec), one(state, L), k[0], code[0], until[0])
+            st, kk, cc, s = loop.chunk_summary(method, one(lp, pspec), one(state, L), k[0], code[0], until[0])
             return many(st), kk[None], cc[None], many(s)
         return smap(body, (R, pspec, L, L, L, L), (L, L, L, L))(method, lp, state, k, code, until)
 
     def init(method, lp, st0):
-        return smap(lambda m, p, s: many(_init_fn(m, one(p, pspec), one(s, sspec))), (R, pspec, sspec), L)(
+        return smap(lambda m, p, s: many(loop.init(m, one(p, pspec), one(s, sspec))), (R, pspec, sspec), L)(
             method, lp, st0)
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
@@ -766,7 +417,7 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
         slot[j] = pending.pop(0)
     lp, st0 = place(slot)
     tag = str(jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None))  # which leaves are batched
-    exe, dt = _compile("lanes-init" + tag, init, (method, lp, st0))
+    exe, dt = compiled("lanes-init" + tag, init, (method, lp, st0))
     tc += dt
     state = exe(method, lp, st0)
     k = jax.device_put(np.zeros(D, np.int32), lane)
@@ -779,7 +430,7 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
         until = np.array([progress[slot[j]].next_until(int(kk[j]), max_iter, per[j]) if slot[j] >= 0 else 0
                           for j in range(D)], np.int32)
         args = (method, lp, state, k, code, jax.device_put(until, lane))
-        exe, dt = _compile("lanes-chunk" + tag, chunk, args, donate=(2,))
+        exe, dt = compiled("lanes-chunk" + tag, chunk, args, donate=(2,))
         tc += dt
         t1 = time.perf_counter()
         state, k, code, s = exe(*args)
@@ -802,7 +453,7 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
         if fresh.any():  # the finished lanes take the next problems
             lp, st0 = place(slot)
             args = (method, lp, st0, state, k, code, jax.device_put(fresh, lane))
-            exe, dt = _compile("lanes-refill" + tag, refill, args, donate=(3,))
+            exe, dt = compiled("lanes-refill" + tag, refill, args, donate=(3,))
             tc += dt
             state, k, code = exe(*args)
             per = [None if fresh[j] else per[j] for j in range(D)]
@@ -818,10 +469,10 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, device, progress):
     tc = 0.0
     pb, starts = jax.device_put((pb, starts), device)
     tag = str(jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None))  # which leaves are batched
-    vinit = jax.vmap(_init_fn, in_axes=(None, axes, sax))
-    vchunk = jax.vmap(_chunk_summary_fn, in_axes=(None, axes, 0, 0, 0, None))
+    vinit = jax.vmap(loop.init, in_axes=(None, axes, sax))
+    vchunk = jax.vmap(loop.chunk_summary, in_axes=(None, axes, 0, 0, 0, None))
     t0 = time.perf_counter()
-    init, dt = _compile("vinit" + tag, vinit, (method, pb, starts))
+    init, dt = compiled("vinit" + tag, vinit, (method, pb, starts))
     tc += dt
     state = init(method, pb, starts)
     lanes = np.arange(size)  # which problem each batch position holds
@@ -836,7 +487,7 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, device, progress):
     counts = []
     while lanes.size:
         until = prog.next_until(kk, max_iter, per)
-        chunk, dt = _compile("vchunk" + tag, vchunk, (method, bpb, state, k, code, i32(until)), donate=(2,))
+        chunk, dt = compiled("vchunk" + tag, vchunk, (method, bpb, state, k, code, i32(until)), donate=(2,))
         tc += dt
         t1 = time.perf_counter()
         counts.append(int(sum(o is None for o in out)))
@@ -883,4 +534,4 @@ def state_size(k) -> int:
 
 def run_inline(method, pb: Problem, start: Start, max_iter) -> Summary:
     """The whole solve as one traced computation (inside a user's jit / vmap / grad)."""
-    return core(method, pb, start, max_iter)
+    return loop.core(method, pb, start, max_iter)

@@ -36,7 +36,7 @@ from .losses import Loss
 from .multiclass import solve_multiclass
 from .regularizers import Regularizer
 from .solve import solve
-from .solvers import Method
+from .solvers import Auto, Method
 
 __all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
            "resolve_kernel", "available_methods"]
@@ -106,7 +106,7 @@ def resolve_method(method) -> Method:
 
     Each solver module exposes a module-level instance of its own name (``alm.alm``).
     """
-    if isinstance(method, Method):
+    if isinstance(method, (Method, Auto)):
         return method
     if not isinstance(method, str):
         raise TypeError(f"method must be an svmopt solver or its name (e.g. 'alm'), got {method!r}")
@@ -119,7 +119,7 @@ def resolve_method(method) -> Method:
             if exc.name != f"svmopt.solvers.{name}":
                 raise  # the solver exists but something it imports is missing: show that
     found = getattr(module, name, None)
-    if not isinstance(found, Method):
+    if not isinstance(found, (Method, Auto)):
         raise ValueError(f"unknown method {method!r}; available methods: {', '.join(available_methods())}")
     return found
 

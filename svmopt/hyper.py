@@ -13,7 +13,7 @@ see examples/bilevel_features.py.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

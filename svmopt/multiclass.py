@@ -17,22 +17,18 @@ the arg-max of the K decision values, as LIBLINEAR / scikit-learn's ``LinearSVC`
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import jax
-import jax.numpy as jnp
 
-from . import driver, sharding
+from . import finish, plan, stages
+from .multiclass_kernel import solve_ovo
 from .losses import Loss, hinge
-from .problem import Problem
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solve import (batch_axes, check_labels, choose_method, conditioning_hint, configure_method, finish_problem,
-                    hand_over_batch, make_start, name_handed, prepare)
 from .solvers import Method, auto
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
@@ -78,19 +74,6 @@ class MulticlassResult(Result):
                 f"iterations={np.asarray(self.iterations).tolist()})")
 
 
-def _label(c) -> str:
-    """A class label for progress lines: 3.0 reads as 3."""
-    if isinstance(c, (float, np.floating)) and float(c).is_integer():
-        return str(int(c))
-    return str(c)
-
-
-def _labels(y, n: int):
-    """(classes, Y) with Y (K, n) in +-1: row k is 'class k against the rest'."""
-    y, classes = check_labels(y, n, "a classifier")
-    return classes, np.where(y[None, :] == classes[:, None], 1.0, -1.0)
-
-
 def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Regularizer = l2,
                      method: Method = auto, C=1.0, fit_intercept: bool = True,
                      intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
@@ -114,7 +97,6 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     the default kernel is rbf(1/d)); returns an ``OvOModel``.
     """
     if strategy == "ovo":
-        from .multiclass_kernel import solve_ovo
         if loss is not hinge or not reg.is_l2 or not fit_intercept or intercept_scaling is not None:
             raise ValueError("strategy='ovo' trains LIBSVM's C-SVM (hinge loss, l2, a free intercept); got "
                              f"loss={loss!r}, reg={reg!r}, fit_intercept={fit_intercept}, "
@@ -128,76 +110,17 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                          throw=throw, devices=devices, batch=batch, verbose=verbose, **kw)
     if strategy != "ovr":
         raise ValueError(f"strategy must be 'ovr' (one-vs-rest) or 'ovo' (one-vs-one), got {strategy!r}")
-    method = configure_method(method, tol, method_params)
-    n = X.shape[0] if hasattr(X, "shape") else len(X)
-    if np.ndim(C) != 0:
-        raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
-                         "loop over C or use svmopt.solve for a binary grid")
-    if sharding.is_sharded(X):  # rows over devices: the classes run one after another on all of them
-        if kernel is not None:
-            raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
-        pb, Yp, classes = sharding.prepare_multiclass(X, y, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                                                      intercept_scaling=intercept_scaling,
-                                                      sample_weight=sample_weight, dtype=dtype)
-        Y = None
-    else:
-        classes, Y = _labels(y, n)
-        # the Problem is validated and built once, with a placeholder binary y replaced below
-        pb, _, _ = prepare(X, Y[0], loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                           intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
-                           layout=layout, bucket=kernel is None)
-    chooser = method
-    method, why = choose_method(method, pb, kernel)
-    handover = chooser.handover(pb, method) if why is not None and max_iter is None and Y is not None else None
-    pb, max_iter = finish_problem(pb, method, kernel, max_iter)
-    if handover is not None:  # the batch's problems run to the hand-over's cap (wide data: 100 passes)
-        max_iter = min(max_iter, handover.cap)
-    method = method.canonical(pb.dtype)
-    K, n_pad = len(classes), pb.n
-    if Y is not None:
-        Yp = np.ones((K, n_pad))
-        Yp[:, :n] = Y
-        Yp = jnp.asarray(Yp, pb.dtype)
-    pb = pb.replace(y=Yp)
-    start = make_start(None, method, pb.replace(y=pb.y[0]))
-    starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (K,) + jnp.shape(a)), start)
-    out, timings = driver.run_batch(method, pb, batch_axes(pb, y=0), starts, size=K, max_iter=max_iter,
-                                    mode=batch, devices=devices, verbose=verbose,
-                                    labels=[_label(c) for c in classes], history=history,
-                                    record_every=record_every)
-    hist = timings.pop("history", None)
-    handed = {}
-    if handover is not None:
-        out, hist, handed = hand_over_batch(handover, method, lambda k: pb.replace(y=pb.y[k]), out, hist, timings,
-                                            [_label(c) for c in classes], history=history,
-                                            record_every=record_every, verbose=verbose)
-
-    w, b = out.w, out.b
-    if intercept_scaling is not None:  # the bias feature's weight, back in the data's units
-        b = w[:, -1] * intercept_scaling
-        w = w[:, :-1]
-    extras = dict(out.extras)
-    if "alpha" in extras and Y is not None:
-        extras["alpha"] = np.asarray(extras["alpha"])[:, :n]
-    res = MulticlassResult(w=w, b=b, primal_objective=out.primal, dual_objective=out.dual, gap=out.gap,
-                           status=np.asarray(out.status), iterations=np.asarray(out.iterations),
-                           method=method.name, loss=repr(pb.loss), C=C, classes=classes, timings=timings,
-                           history=hist,
-                           extras=extras, intercept_scaling=intercept_scaling, state=out.state,
-                           tol=float(np.asarray(method.tol)))
-    if why is not None:
-        res.extras["auto"] = why
-    if handed:
-        name_handed(res, method, handover, handed, K, "classes")
-    if pb.kernel is not None:
-        alpha = np.asarray(res.extras["alpha"])  # (K, n)
-        sv = np.flatnonzero(np.any(alpha > 0, axis=0))
-        res.kernel = pb.kernel
-        res.support_vectors = X[sv]
-        res.dual_coef = alpha[:, sv] * Y[:, sv]
-        res.extras["support"] = sv
+    run = plan.check_run_args(history=history, record_every=record_every, verbose=verbose, throw=throw,
+                              fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, layout=layout,
+                              max_iter=max_iter, batch=batch, devices=devices)
+    method = plan.configure(method, tol, method_params)
+    p = plan.one_vs_rest(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling, sample_weight=sample_weight, max_iter=run["max_iter"],
+                         dtype=dtype, layout=layout, kernel=kernel, devices=run["devices"], batch=batch)
+    out = stages.run(p, history=history, record_every=run["record_every"], verbose=run["verbose"])
+    res = finish.result(p, out, MulticlassResult)
     if not res.converged:
-        msg = f"{res.method} one-vs-rest: {res.message}" + conditioning_hint(pb, C)
+        msg = f"{res.method} one-vs-rest: {res.message}" + finish.conditioning_hint(p.pb, C)
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=3)

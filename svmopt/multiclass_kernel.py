@@ -21,20 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 import jax
-import jax.numpy as jnp
 
-from . import driver
+from . import finish, plan, stages
+from .checks import as_matrix
 from .kernels import Kernel, predict_kernel, rbf
-from .losses import hinge
-from .operators import DenseOperator
-from .problem import Problem
-from .regularizers import l2
 from .result import Result, SolverError, Status, warn_convergence
-from .solvers._base import Method
 from .solvers.alfpgm import alfpgm
+from .solvers.base import Method
 
 __all__ = ["solve_ovo", "OvOModel", "class_pairs"]
 
@@ -104,46 +99,6 @@ def class_pairs(k: int) -> np.ndarray:
     return np.array([(i, j) for i in range(k) for j in range(i + 1, k)], dtype=np.int64).reshape(-1, 2)
 
 
-def _problem(X, y, s, C, kernel, dt) -> Problem:
-    return Problem(op=DenseOperator(jnp.asarray(X, dt)), y=jnp.asarray(y, dt), s=jnp.asarray(s, dt),
-                   C=jnp.asarray(C, dt), loss=hinge, reg=l2, fit_intercept=True,
-                   kernel=jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), kernel))
-
-
-def _batch_axes(pb: Problem) -> Problem:
-    none = jax.tree_util.tree_map(lambda _: None, pb)
-    return none.replace(op=jax.tree_util.tree_map(lambda _: 0, pb.op), y=0, s=0)
-
-
-def _check_X_values(X):
-    from .solve import as_matrix, check_finite_X
-    X = as_matrix(X)
-    check_finite_X(X)
-    return X
-
-
-def _check_input(X, y, C, sample_weight):
-    X = _check_X_values(X)
-    n = X.shape[0]
-    if n == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"shape mismatch: X has {n} rows but y has shape {y.shape}")
-    if np.issubdtype(y.dtype, np.number) and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or inf")
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y has only one class ({classes[0]!r}); one-vs-one needs at least two")
-    C = float(np.asarray(C, dtype=float)) if np.ndim(C) == 0 else None
-    if C is None or not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a finite scalar > 0, got {C!r}")
-    s = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    if s.shape != (n,) or not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError(f"sample_weight must be finite, >= 0 and of shape ({n},)")
-    return X, y, classes, C, s
-
-
 def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alfpgm, sample_weight=None,
               dtype=None, batch: str = "auto", max_iter: int | None = None, throw: bool = False, devices=None,
               verbose=False, **method_params) -> OvOModel:
@@ -154,79 +109,37 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
     in "vmap" mode the method's ``cache_size`` is the budget of the whole batch. Extra keywords
     configure the method.
     """
+    run = plan.check_run_args(verbose=verbose, throw=throw, max_iter=max_iter, batch=batch, devices=devices)
     if not isinstance(method, Method) or not getattr(method, "supports_kernel", False):
-        raise TypeError(f"method must be a kernel solver such as svmopt.solvers.alfpgm, got {method!r}")
-    if batch not in ("auto", "vmap", "loop"):
-        raise ValueError(f"batch must be 'auto', 'vmap' or 'loop', got {batch!r}")
+        raise TypeError(f"method must be a kernel solver such as svmopt.solvers.alfpgm, got {method!r:.60}")
     if method_params:
         method = method(**method_params)
-    X, y, classes, C, s = _check_input(X, y, C, sample_weight)
-    d = X.shape[1]
     if kernel is None:
-        kernel = rbf(1.0 / d)
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r}")
-    x64 = jax.config.jax_enable_x64
-    dt = jnp.dtype(dtype) if dtype is not None else (jnp.float64 if x64 and X.dtype == np.float64 else jnp.float32)
-    if dt == jnp.float64 and not x64:
-        raise ValueError("dtype=float64 needs jax_enable_x64")
-
-    k = classes.size
-    pairs = class_pairs(k)
-    members = [np.flatnonzero(y == c) for c in classes]
-    rows = [np.concatenate([members[i], members[j]]) for i, j in pairs]
-    rows = [np.sort(r) for r in rows]  # the data's own order within each problem
-    n_max = max(r.size for r in rows)
-    P = len(rows)
-
-    if batch == "vmap":
-        full = n_max * n_max * jnp.dtype(dt).itemsize / 2**20  # one problem's cache holding every row
-        method = method(cache_size=float(min(method.cache_size / P, full + 1e-6 * full + 1.0)))
-
-    # padded problems: zero rows with weight 0 (never selected, no share in b or objectives)
-    dense = (lambda A: A.toarray()) if sp.issparse(X) else np.asarray
-    Xs = np.zeros((P, n_max, d))
-    Ys = np.ones((P, n_max))
-    Ss = np.zeros((P, n_max))
-    for p, ((i, j), r) in enumerate(zip(pairs, rows)):
-        Xs[p, :r.size] = dense(X[r])
-        Ys[p, :r.size] = np.where(y[r] == classes[i], 1.0, -1.0)
-        Ss[p, :r.size] = s[r]
-
-    one = _problem(Xs[0], Ys[0], Ss[0], C, kernel, dt)
-    method.validate(one)
-    if max_iter is None:
-        max_iter = method.default_max_iter(one)
-    method = method.canonical(dt)
-    pb = _problem(Xs, Ys, Ss, C, kernel, dt)
-    from .multiclass import _label  # (multiclass imports this module)
-
-    start = driver.cold_start(method, one)
-    starts = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (P,) + jnp.shape(a)), start)
-    out, timings = driver.run_batch(method, pb, _batch_axes(pb), starts, size=P, max_iter=int(max_iter),
-                                    mode=batch, devices=devices, verbose=verbose,
-                                    labels=[f"{_label(classes[i])}/{_label(classes[j])}" for i, j in pairs])
-
+        kernel = rbf(1.0 / np.shape(X)[1]) if len(np.shape(X)) == 2 and np.shape(X)[1] else None
+    p = plan.one_vs_one(X, y, method=method, kernel=kernel, C=C, sample_weight=sample_weight,
+                        max_iter=run["max_iter"], dtype=dtype, batch=batch, devices=run["devices"])
+    outcome = stages.run(p, verbose=run["verbose"])
+    out = outcome.summary
+    rows, Ys, pairs = p.extra["rows"], p.extra["Ys"], p.extra["pairs"]
     # support vectors: union over pairs, one coefficient row per pair
     alpha = np.asarray(out.extras["alpha"])  # (P, n_max)
-    sv_rows = np.unique(np.concatenate([r[alpha[p, :r.size] > 0] for p, r in enumerate(rows)]))
-    pos = np.full(X.shape[0], -1)
+    sv_rows = np.unique(np.concatenate([r[alpha[k, :r.size] > 0] for k, r in enumerate(rows)]))
+    pos = np.full(p.n, -1)
     pos[sv_rows] = np.arange(sv_rows.size)
-    coef = np.zeros((P, sv_rows.size))
-    for p, r in enumerate(rows):
-        a = alpha[p, :r.size]
+    coef = np.zeros((len(rows), sv_rows.size))
+    for k, r in enumerate(rows):
+        a = alpha[k, :r.size]
         on = a > 0
-        coef[p, pos[r[on]]] = a[on] * Ys[p, :r.size][on]
+        coef[k, pos[r[on]]] = a[on] * Ys[k, :r.size][on]
     primal, dual = np.asarray(out.primal), np.asarray(out.dual)
     model = OvOModel(w=None, b=np.asarray(out.b, float), primal_objective=primal, dual_objective=dual,
                      gap=primal - dual, status=np.asarray(out.status).astype(np.int32),
-                     iterations=np.asarray(out.iterations), method=method.name, loss=repr(hinge), C=C,
-                     classes=classes, timings=timings, extras={"support": sv_rows}, kernel=kernel,
-                     support_vectors=X[sv_rows], dual_coef=coef, tol=float(np.asarray(method.tol)), pairs=pairs)
+                     iterations=np.asarray(out.iterations), method=p.method.name, loss=repr(p.pb.loss), C=p.C,
+                     classes=p.classes, timings=outcome.timings, extras={"support": sv_rows},
+                     kernel=kernel, support_vectors=as_matrix(p.X)[sv_rows], dual_coef=coef,
+                     tol=float(np.asarray(p.method.tol)), pairs=pairs)
     if not model.converged:
-        from .solve import definiteness_hint
-
-        msg = f"{method.name} one-vs-one: {model.message}" + definiteness_hint(pb)
+        msg = f"{p.method.name} one-vs-one: {model.message}" + finish.definiteness_hint(p.pb)
         if throw:
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=2)

@@ -9,6 +9,12 @@ Solvers only ever touch X through
   row_sq_norms()   ||x_i||^2               (n,)
   col_sq_norms()   ||X_:j||^2              (d,)   (diagonal of X^T X)
   row_inf_norms()  ||x_i||_inf             (n,)
+  sq_rmatvec(D)    (X o X)^T D             (d,)   (Newton's Jacobi preconditioner)
+
+and, where a method walks rows itself, ``layout`` ("dense" | "sparse" | "sharded"), ``dense()``
+(dense X, or sparse X scattered), ``entries()`` (sparse: data, indices, indptr, row ids),
+``walks_rows()`` and ``rows_first(keep, D)`` (the CPU kernel's row walk, restricted to the rows
+that matter). No solver reads an operator's arrays by name.
 
 Both operators are pytrees (arrays are leaves, shapes static), so they are
 passed to jitted solvers as arguments: one compilation per shape and dtype.
@@ -23,6 +29,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from . import _csr
+from .checks import check_finite_X
 
 __all__ = ["DenseOperator", "SparseOperator", "as_operator"]
 
@@ -42,6 +49,8 @@ def _tdot(u, X):
 @jax.tree_util.register_pytree_node_class
 class DenseOperator:
     """Dense X as a jax array; the fused pass walks row blocks of ``block_rows``."""
+
+    layout = "dense"
 
     def __init__(self, X, block_rows: int = 8192):
         self.X = X
@@ -104,6 +113,15 @@ class DenseOperator:
     def row_inf_norms(self):
         return jnp.max(jnp.abs(self.X), axis=1)
 
+    def sq_rmatvec(self, D):
+        """(X o X)^T D in one contraction that never forms X o X (it was written out and read back
+        at every Newton step before)."""
+        return jnp.einsum("ij,ij,i->j", self.X, self.X, D)
+
+    def walks_rows(self) -> bool:
+        """Static: does the CPU kernel walk this operator's rows (``hvp``, ``rows_first``)? Never dense."""
+        return False
+
     def rows(self, idx):
         """Dense rows X[idx] (k x d)."""
         return self.X[idx]
@@ -127,8 +145,10 @@ class SparseOperator:
     XLA custom call (scipy's speed), elsewhere a sorted segment sum over rows and a
     scatter-add over columns. ``impl="xla"`` forces the pure-XLA path. Both accept a
     stack of vectors (w (d, K), u (n, K)) and batch under vmap into one call.
-    ``indptr`` and ``row_ids`` also serve solvers that walk rows.
+    ``entries()`` serves solvers that walk rows.
     """
+
+    layout = "sparse"
 
     def __init__(self, data, indices, row_ids, indptr, shape, impl: str = "auto"):
         if impl not in _csr.IMPLS:
@@ -215,6 +235,33 @@ class SparseOperator:
             jnp.abs(self.data), self.row_ids, self._shape[0], indices_are_sorted=True
         ).clip(min=0.0)
 
+    def sq_rmatvec(self, D):
+        """(X o X)^T D: the same CSR with every stored value squared, then its own product."""
+        return SparseOperator(self.data * self.data, self.indices, self.row_ids, self.indptr, self._shape,
+                              self.impl).rmatvec(D)
+
+    def entries(self):
+        """(data, indices, indptr, row_ids): the CSR arrays, for methods that walk rows."""
+        return self.data, self.indices, self.indptr, self.row_ids
+
+    def walks_rows(self) -> bool:
+        """Static: do the CPU kernel's products walk this CSR row by row along indptr?"""
+        return (self.impl != "xla" and jax.default_backend() == "cpu" and self.dtype in (jnp.float32, jnp.float64)
+                and _csr.ffi_available())
+
+    def stored_in(self, keep):
+        """Stored entries of the rows with ``keep`` (n,) (traced)."""
+        return jnp.sum(jnp.where(keep, jnp.diff(self.indptr), 0), dtype=jnp.int32)
+
+    def rows_first(self, keep, D, with_perm=False):
+        """(op', D'): the rows with ``keep`` (n,) first, in order (row i of op' is row perm[i] of this
+        one, D' = D[perm]), and indptr ending after them, so the kernel walks only those (one pass in
+        the custom call, ``_csr.keep_rows``). The other rows keep their entries and row ids: the XLA
+        path, which sums over row ids, stays exact as long as D' is 0 there. ``with_perm``: (op', D', perm)."""
+        perm, indptr, indices, rows, src = _csr.keep_rows(self.indices, self.indptr, keep)
+        op = SparseOperator(self.data[src], indices, rows, indptr, self._shape, self.impl)
+        return (op, D[perm], perm) if with_perm else (op, D[perm])
+
     def rows(self, idx):
         """Dense rows X[idx] (k x d), gathered from the CSR parts (jittable)."""
         return self.dense()[idx]
@@ -246,7 +293,7 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
     m = int(min(max(pad_rows, 1), n)) if n > 0 else 0
     build = _compiled_build()
     if build is None or dt not in (np.float32, np.float64) or A.shape[1] >= 2**31 - 1:
-        _check_finite(A, dt)
+        check_finite_X(A, dt)
         A = _canonical(A)
         return _numpy_arrays(A, n, dt, _stored(A, n, bias, nnz_to)[1], m, bias)
     # (the int32 copy below would wrap an int64 index out of range into one in range)
@@ -290,16 +337,9 @@ def _dense_host(X, dtype, bias, rows):
     return A
 
 
-def _check_finite(A, dt):
-    """``solve.check_finite_X``: a value NaN, infinite or beyond ``dt`` raises, naming its row."""
-    from .solve import check_finite_X
-
-    check_finite_X(A, dt)
-
-
 def _refuse_nonfinite(A, dt):
-    """A build found such a value in A: ``solve.check_finite_X``'s error, which names the row."""
-    _check_finite(A, dt)
+    """A build found such a value in A: ``checks.check_finite_X``'s error, which names the row."""
+    check_finite_X(A, dt)
     raise ValueError(f"X holds a value that {np.dtype(dt).name} cannot represent")  # (not reached)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 
@@ -17,7 +19,7 @@ from .losses import Loss
 from .regularizers import Regularizer
 
 __all__ = ["Problem", "primal_objective", "dual_objective", "dual_loss_part", "project_dual", "polish_dual",
-           "can_polish", "primal_gradient", "live_mean"]
+           "can_polish", "primal_gradient", "live_mean", "relative_gap", "dual_box"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -64,6 +66,15 @@ class Problem:
         return Problem(**fields)
 
 
+def relative_gap(primal, dual):
+    """(P - D) / |P|: the number every status certifies (the one place it is formed). Traced or jax
+    inputs give a jax array; numpy / Python numbers a numpy value in their own precision."""
+    xp = jnp if any(isinstance(v, (jax.Array, jax.core.Tracer)) for v in (primal, dual)) else np
+    primal = xp.asarray(primal)
+    tiny = xp.finfo(primal.dtype if xp.issubdtype(primal.dtype, xp.floating) else xp.float64).tiny
+    return (primal - dual) / xp.maximum(xp.abs(primal), tiny)
+
+
 def primal_objective(pb: Problem, w, b, f=None):
     """R(w) + C sum_i s_i loss(y_i f_i) with f = X w + b (pass ``f`` to skip the matvec)."""
     if f is None:
@@ -81,7 +92,7 @@ def primal_gradient(pb: Problem, w, b, f=None):
     return gw, gb
 
 
-def _dual_box(pb: Problem):
+def dual_box(pb: Problem):
     """Per-sample bounds (lo, hi) of alpha in the library's scale (0 for rows of weight 0)."""
     d, cs = pb.loss.dual, pb.cs
     lo = jnp.where(cs > 0, d.lower * cs, 0.0) if d.lower != -jnp.inf else -jnp.inf
@@ -104,7 +115,7 @@ def project_dual(pb: Problem, alpha, weight=None):
     (Until 2026-11 the equality was restored by the scaling alone, which can cost far more
     dual objective when y^T alpha is large: every alpha of a class shrinks.)
     """
-    lo, hi = _dual_box(pb)
+    lo, hi = dual_box(pb)
     live = pb.cs > 0
     alpha = jnp.where(live, alpha, 0.0)
     if not pb.fit_intercept:

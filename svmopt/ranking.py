@@ -29,19 +29,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.sparse as sp
 
 import jax
-import jax.numpy as jnp
 
-from . import driver
-from .losses import hinge
-from .operators import DenseOperator, SparseOperator, as_operator
-from .problem import Problem
-from .regularizers import l2
+from . import finish, plan, stages
 from .result import Result
-from .solve import as_matrix, check_C, check_finite_X, encode_labels, finish_result, make_start, resolve_dtype, \
-    to_result
 from .solvers.cutting_plane import cutting_plane
 
 __all__ = ["solve_ordinal", "solve_roc_area", "count_pairs", "RankingResult"]
@@ -84,21 +76,8 @@ def solve_ordinal(X, ranks, *, C=1.0, tol: float = 1e-3, eps: float = 1e-3, max_
     ``svmopt.solve`` (float32 unless dtype says otherwise); further keywords configure
     ``cutting_plane`` (max_constraints, inactive_limit, ...).
     """
-    X, n = _check_X(X)
-    ranks = np.asarray(ranks)
-    if ranks.ndim != 1:
-        raise ValueError(f"ranks must be 1-D with one label per row, got shape {ranks.shape}")
-    if ranks.shape[0] != n:
-        raise ValueError(f"shape mismatch: X has {n} rows but ranks has {ranks.shape[0]} labels")
-    if not np.issubdtype(ranks.dtype, np.number):
-        raise TypeError(f"ranks must be numeric (ordered), got dtype {ranks.dtype}")
-    if not np.all(np.isfinite(ranks)):
-        raise ValueError(f"ranks contain NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(ranks))[0])})")
-    values, codes = np.unique(ranks, return_inverse=True)
-    if values.size < 2:
-        raise ValueError(f"ranks have a single value ({values[0]!r}): there is no ordered pair to learn from")
-    return _solve_ranking(X, n, codes, values, C, tol, eps, max_iter, dtype, layout, history, record_every, throw,
-                          verbose, method_params)
+    return _solve(X, ranks, False, C, tol, eps, max_iter, dtype, layout, history, record_every, throw, verbose,
+                  method_params)
 
 
 def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, eps: float = 1e-3, max_iter: int | None = None,
@@ -109,47 +88,18 @@ def solve_roc_area(X, y, *, C=1.0, tol: float = 1e-3, eps: float = 1e-3, max_ite
     Minimizes 1/2||w||^2 + C sum_{y_i = +, y_j = -} (1 - w.(x_i - x_j))_+; the mean pairwise
     hinge loss (extras["loss"]) is an upper bound on 1 - AUC of the training scores.
     """
-    X, n = _check_X(X)
-    k = np.unique(np.asarray(y)).size
-    if np.asarray(y).ndim == 1 and k > 2:
-        raise ValueError(f"ROC-area optimization needs exactly two labels, y has {k}; "
-                         "use solve_ordinal for more ordered ranks")
-    y_pm, classes = encode_labels(y, n)  # clear errors for one label, NaN, shape
-    return _solve_ranking(X, n, (y_pm > 0).astype(np.int64), classes, C, tol, eps, max_iter, dtype, layout,
-                          history, record_every, throw, verbose, method_params)
+    return _solve(X, y, True, C, tol, eps, max_iter, dtype, layout, history, record_every, throw, verbose,
+                  method_params)
 
 
-def _check_X(X):
-    if isinstance(X, (DenseOperator, SparseOperator)):
-        return X, X.shape[0]
-    X = as_matrix(X)
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    check_finite_X(X)
-    return X, X.shape[0]
-
-
-def _solve_ranking(X, n, codes, values, C, tol, eps, max_iter, dtype, layout, history, record_every, throw,
-                   verbose, params):
-    C_arr = check_C(C)
-    if C_arr.ndim != 0:
-        raise ValueError(f"ranking solves take a scalar C, got shape {C_arr.shape}")
-    method = cutting_plane(task="ordinal", n_ranks=int(values.size), tol=tol, eps=eps, **params)
-    dt = resolve_dtype(dtype)
-    check_finite_X(X, dt)
-    op = as_operator(X, dt, layout=layout)
-    cast = lambda t: jax.tree_util.tree_map(lambda a: jnp.asarray(a, dt), t)  # noqa: E731
-    pb = Problem(op=op, y=jnp.asarray(codes, dt), s=jnp.ones((n,), dt), C=jnp.asarray(float(C_arr), dt),
-                 loss=cast(hinge), reg=cast(l2), fit_intercept=False)
-    method.validate(pb)
-    if max_iter is None:
-        max_iter = method.default_max_iter(pb)
-    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    method = method.canonical(dt)
-    out, hist, timings = driver.run(method, pb, make_start(None, method, pb), max_iter=int(max_iter),
-                                    history=history, record_every=record_every, verbose=verbose)
-    res = to_result(out, hist, timings, method, pb, values, C, None, n)
-    fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(Result)}
-    fields.update(loss="pairwise_hinge", extras={**res.extras, "pairs": count_pairs(codes)})
-    return finish_result(RankingResult(**fields, ranks=values), method, throw)
+def _solve(X, ranks, two, C, tol, eps, max_iter, dtype, layout, history, record_every, throw, verbose, params):
+    run = plan.check_run_args(history=history, record_every=record_every, verbose=verbose, throw=throw,
+                              layout=layout, max_iter=max_iter)
+    method = plan.configure(cutting_plane(task="ordinal"), tol, dict(params, eps=eps))
+    p = plan.ordinal(X, ranks, method=method, C=C, max_iter=run["max_iter"], dtype=dtype, layout=layout,
+                     binary_labels=two)
+    out = stages.run(p, history=history, record_every=run["record_every"], verbose=run["verbose"])
+    res = finish.result(p, out, RankingResult, ranks=p.classes)
+    res.loss = "pairwise_hinge"
+    res.extras["pairs"] = count_pairs(p.extra["codes"])
+    return finish.report(res, p, throw)

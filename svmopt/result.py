@@ -12,6 +12,8 @@ import numpy as np
 
 import jax
 
+from .problem import relative_gap
+
 __all__ = ["Status", "Result", "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
            "public_convergence_warning"]
 
@@ -163,7 +165,8 @@ class Result:
 
     @property
     def relative_gap(self):
-        return np.asarray(self.gap) / np.maximum(np.abs(np.asarray(self.primal_objective)), 1e-300)
+        p = np.asarray(self.primal_objective, np.float64)
+        return relative_gap(p, p - np.asarray(self.gap, np.float64))
 
     def decision_function(self, X):
         """w.x + b for the rows of X (numpy, jax or scipy.sparse); (k, n) for a batch of k models."""

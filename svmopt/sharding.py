@@ -33,9 +33,11 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from .checks import check_devices
 from .operators import DenseOperator, SparseOperator
 
-__all__ = ["shard_rows", "ShardedOperator", "row_mesh", "is_sharded", "AXIS"]
+__all__ = ["shard_rows", "ShardedOperator", "row_mesh", "is_sharded", "AXIS", "rows_and_labels", "encode", "one_vs_rest",
+           "map_problem", "problem_specs", "replicated_specs", "specs_like"]
 
 AXIS = "rows"
 """Name of the mesh axis the rows are split over (``row_mesh``; ``PartitionSpec(AXIS)`` shards by rows)."""
@@ -43,11 +45,7 @@ AXIS = "rows"
 
 def row_mesh(devices=None) -> Mesh:
     """A 1-D mesh with axis ``"rows"`` over ``devices`` (default: every device of every process)."""
-    devices = list(jax.devices() if devices is None else devices)
-    if not devices:
-        raise ValueError("devices is empty: give at least one jax device")
-    if len({d.id for d in devices}) != len(devices):
-        raise ValueError("devices lists a device twice")
+    devices = check_devices(list(jax.devices()) if devices is None else devices)
     return Mesh(np.array(devices), (AXIS,))
 
 
@@ -68,6 +66,8 @@ class ShardedOperator:
               (padding: value 0, column 0, last local row); row_ids are local (0..m-1)
               indptr (D (m+1),)                each block's own row pointers
     """
+
+    layout = "sharded"
 
     def __init__(self, parts: dict, shape, mesh: Mesh, kind: str):
         self.parts = parts
@@ -157,6 +157,12 @@ class ShardedOperator:
 
     def col_sq_norms(self):
         return self.map(lambda op: lax.psum(op.col_sq_norms(), AXIS), (), (), P())
+
+    def sq_rmatvec(self, D):
+        return self.map(lambda op, D: lax.psum(op.sq_rmatvec(D), AXIS), (D,), (P(AXIS),), P())
+
+    def walks_rows(self) -> bool:
+        return False
 
     def dense(self):
         """X as a dense (n, d) array sharded by rows (sparse blocks are scattered on each device)."""
@@ -457,26 +463,6 @@ def encode(y, positive, dtype):
     return jax.jit(lambda y: jnp.where(y == positive, 1.0, -1.0).astype(dtype))(y)
 
 
-def prepare(X, y, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype):
-    """``svmopt.solve.prepare`` for row-sharded X: (Problem, classes, C array)."""
-    from .solve import build_problem, check_C, resolve_dtype
-
-    dt = resolve_dtype(dtype)
-    op, yv, s, classes = rows_and_labels(X, y, sample_weight, dt)
-    if classes.size != 2:
-        what = "only one class" if classes.size < 2 else f"{classes.size} classes"
-        raise ValueError(f"y has {what}; solve() is binary"
-                         + (" — use svmopt.solve_multiclass (one-vs-rest) for more than two" if classes.size > 2
-                            else ""))
-    C_arr = check_C(C, dt)
-    if intercept_scaling is not None:
-        if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
-            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
-        op, fit_intercept = op.with_column(float(intercept_scaling)), False
-    pb = build_problem(op, encode(yv, classes[1], dt), s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
-    return pb, classes, C_arr
-
-
 def problem_specs(pb):
     """PartitionSpecs of a Problem over sharded rows: X's parts, y, s and per-row loss leaves by rows."""
     n = pb.n
@@ -501,23 +487,11 @@ def map_problem(fn, pb, args=(), arg_specs=(), out_specs=P()):
 
 
 def replicated_specs(tree):
+    """PartitionSpecs that replicate every leaf of ``tree``."""
     return jax.tree_util.tree_map(lambda _: P(), tree)
 
 
-def prepare_multiclass(X, y, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype):
-    """One-vs-rest on row-sharded X: (Problem for class 0, Y (K, n) sharded by rows, classes)."""
-    from .solve import build_problem, check_C, resolve_dtype
-
-    dt = resolve_dtype(dtype)
-    op, yv, s, classes = rows_and_labels(X, y, sample_weight, dt)
-    if classes.size < 2:
-        raise ValueError("y has only one class; a classifier needs two")
-    check_C(C, dt)
-    if intercept_scaling is not None:
-        if not (np.isfinite(intercept_scaling) and intercept_scaling > 0):
-            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling}")
-        op, fit_intercept = op.with_column(float(intercept_scaling)), False
-    Y = jax.jit(lambda y, c: jnp.where(y[None, :] == c[:, None], 1.0, -1.0).astype(dt),
-                out_shardings=NamedSharding(op.mesh, P(None, AXIS)))(yv, jnp.asarray(classes, yv.dtype))
-    pb = build_problem(op, Y[0], s, jnp.asarray(C, dt), loss, reg, fit_intercept, dt)
-    return pb, Y, classes
+def one_vs_rest(y, classes, dtype, op: ShardedOperator):
+    """Y (K, n): row k is +1 where y == classes[k], else -1, sharded by rows like y."""
+    return jax.jit(lambda y, c: jnp.where(y[None, :] == c[:, None], 1.0, -1.0).astype(dtype),
+                   out_shardings=NamedSharding(op.mesh, P(None, AXIS)))(y, jnp.asarray(classes, y.dtype))

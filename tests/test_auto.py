@@ -8,12 +8,12 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
-from svmopt import driver
+from svmopt import driver, loop
 from svmopt.losses import (MissingCapability, from_function, hinge, least_squares, logistic, lp_hinge,
                            smoothed_hinge, squared_hinge)
 from svmopt.regularizers import elastic_net, l1, l2, smoothed_l1
 from svmopt.result import Status
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers import auto
 from references import linearsvc, load, pm, scipy_primal
 
@@ -33,7 +33,7 @@ def test_every_pair_gets_a_method_that_certifies():
             pb, _, _ = prepare(X, y, loss=loss, reg=reg)
             method, why = auto.choose(pb)
             method.validate(pb)
-            assert driver.has_dual(method, pb), (loss, reg, method.name)
+            assert loop.has_dual(method, pb), (loss, reg, method.name)
             assert why and method.tol == auto.tol
             smooth = loss.is_differentiable and reg.quadratic is not None
             l1_newton = loss.is_differentiable and reg.name in ("l1", "elastic_net") and _l1cd.available()
@@ -131,7 +131,10 @@ def test_a_C_grid_and_a_path_hand_their_uncertified_C_values_over(entry):
     Cs = np.array([1.0, 100.0])
     r = fn(X, y, C=Cs, intercept_scaling=1.0)
     assert r.method == "dual_cd+alm" and np.all(np.asarray(r.status) == Status.CONVERGED)
-    assert list(r.extras["handover"]) == ["C=100"] and r.extras["handover"]["C=100"]["passes"] == 1000
+    # the rule of a single solve (test above): the grid's C = 100 goes over after 300 passes (gap 0.78);
+    # the path's, warm-started from C = 1, is within 0.1 at 300 passes and goes on to 1000 first
+    assert list(r.extras["handover"]) == ["C=100"]
+    assert r.extras["handover"]["C=100"]["passes"] == (1000 if entry == "path" else 300)
     ref = linearsvc("heart_scale", 1, C=100.0, bias=1.0)[0]
     P = objective(X, y, np.asarray(r.w[1], float), float(r.b[1]), 100.0, 1, bias_regularized=True)
     assert ref * (1 - 1e-6) <= P <= ref * (1 + 1e-3)

@@ -20,7 +20,7 @@ from svmopt.regularizers import l1, l2
 from svmopt.solvers.cutting_plane import CuttingPlane, _oracle, cutting_plane, most_violated_ordinal
 from svmopt.ranking import RankingResult, count_pairs, solve_ordinal, solve_roc_area
 from svmopt.result import Status
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 
 QP_TOL = CuttingPlane.qp_tol
 

@@ -12,7 +12,7 @@ import svmopt
 from svmopt import _programs, driver
 from svmopt.losses import hinge, squared_hinge
 from svmopt.result import Status
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers import dual_cd
 from references import linearsvc, load
 
@@ -40,7 +40,7 @@ def test_auto_variant_is_serial_on_cpu_block_elsewhere_and_serial_warns_there(mo
         warnings.simplefilter("error")
         dual_cd.validate(pb)  # no warning on CPU
         dual_cd(variant="serial").validate(pb)
-    monkeypatch.setattr(DCD, "_platform", lambda pb: "gpu")
+    monkeypatch.setattr(DCD, "platform", lambda pb: "gpu")
     assert dual_cd.resolved(pb) == "block" and dual_cd(variant="serial").resolved(pb) == "serial"
     with pytest.warns(UserWarning, match="one kernel launch per coordinate"):
         dual_cd(variant="serial").validate(pb)

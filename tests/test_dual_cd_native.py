@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import svmopt
 from svmopt import _dcd
 from svmopt.losses import hinge, squared_hinge
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers import auto, dual_cd
 
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu" or not _dcd.available(),

@@ -18,7 +18,7 @@ from svmopt.losses import (Loss, LossFamily, MissingCapability, from_function, h
                            smoothed_hinge)
 from svmopt.regularizers import elastic_net, l1, l2
 from svmopt.result import Status
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers.nesvm import NESVM, homotopy_nesvm, nesvm
 from references import linearsvc, load, objective, pm
 

@@ -16,7 +16,7 @@ from svmopt import _l1cd
 from svmopt.losses import MissingCapability, hinge, logistic, lp_hinge, squared_hinge
 from svmopt.regularizers import elastic_net, l1, l2
 from svmopt.result import Status
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers import auto, newglmnet
 from references import load, pm, scipy_primal
 

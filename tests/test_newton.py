@@ -201,11 +201,11 @@ def test_cg_products_walk_only_the_active_rows():
     through it equals scipy's product over the whole matrix, by the kernel and by the XLA path (its
     row ids), and under vmap over D."""
     from svmopt.operators import SparseOperator
-    from svmopt.solvers.newton import _restrict_rows, _walks_rows
 
+    _restrict_rows = lambda o, keep, D: o.rows_first(keep, D)  # noqa: E731
     X, y = load("a1a")
     op = SparseOperator.from_scipy(X, jnp.float64)
-    assert _walks_rows(op)
+    assert op.walks_rows()
     rng = np.random.default_rng(1)
     D = np.where(rng.uniform(size=X.shape[0]) < 0.3, rng.uniform(0.5, 2.0, X.shape[0]), 0.0)
     keep = D != 0
@@ -241,7 +241,7 @@ def test_dual_fit_walks_only_the_rows_inside_the_box():
     from svmopt.operators import SparseOperator
     from svmopt.problem import Problem
     from svmopt.regularizers import l2
-    from svmopt.solvers.newton import _fit_dual, _walks_rows
+    from svmopt.solvers.newton import _fit_dual
 
     X, y, _ = _wide()
     X = sp.hstack([sp.csr_matrix(X), np.ones((X.shape[0], 1))]).tocsr()
@@ -267,7 +267,7 @@ def test_dual_fit_walks_only_the_rows_inside_the_box():
 
     least = np.maximum(alpha + np.linalg.lstsq(A, gw, rcond=None)[0], 0.0)
     kernel = SparseOperator.from_scipy(X, jnp.float64)
-    assert _walks_rows(kernel)
+    assert kernel.walks_rows()
     for op in (kernel, SparseOperator(kernel.data, kernel.indices, kernel.row_ids, kernel.indptr, kernel.shape, "xla")):
         pb = Problem(op=op, y=jnp.asarray(y), s=jnp.ones((n,)), C=jnp.asarray(1.0), loss=squared_hinge, reg=l2,
                      fit_intercept=False)
@@ -281,16 +281,16 @@ def test_kernels_self_test_inside_a_trace(monkeypatch):
     """The CSR kernels' self-test runs eagerly even when the first question comes from a trace
     (newton's step asks while jit traces it): it once returned False there, and the cached False
     left the process on the slow XLA products."""
-    from svmopt import _csr, _programs
+    from svmopt import _csr, _ffi
 
-    monkeypatch.setattr(_programs, "passed_before", lambda *_: False)
-    _csr.ffi_available.cache_clear()
+    monkeypatch.setattr(_ffi, "_marker", lambda *_: None)  # no remembered pass: the self-test runs
+    _ffi._loaded.pop("_csr_ffi", None)
     try:
         seen = []
         jax.jit(lambda x: (seen.append(_csr.ffi_available()), x)[1])(1.0)
         assert seen == [True]
     finally:
-        _csr.ffi_available.cache_clear()
+        _ffi._loaded.pop("_csr_ffi", None)
 
 
 @pytest.mark.parametrize("dtype", [pytest.param(jnp.float32, marks=pytest.mark.slow), F64])
@@ -323,14 +323,14 @@ def test_exact_line_search_minimises_the_objective_along_the_direction(loss):
     against scipy's bounded scalar minimiser on the objective recomputed in numpy (float64, a1a, a direction
     from one CG solve from w = 0, and a short random one, whose optimum is t = 1)."""
     from scipy.optimize import minimize_scalar
-    from svmopt.solve import prepare
+    from svmopt.plan import prepare
     from svmopt.solvers.newton import _exact_step
 
     X, y = load("a1a")
     yy = pm(y)
     L, p = LOSSES[loss]
     pb = prepare(X, y, loss=L, reg=svmopt.regularizers.l2, fit_intercept=False, dtype=F64, bucket=False)[0]
-    st = newton.init(pb, svmopt.solvers._base.Start(jnp.zeros(pb.d), jnp.zeros(()), jnp.zeros(pb.n),
+    st = newton.init(pb, svmopt.solvers.base.Start(jnp.zeros(pb.d), jnp.zeros(()), jnp.zeros(pb.n),
                                                     jnp.asarray(0, jnp.int32), newton.aux_template(pb)))
     rng = np.random.default_rng(0)
     w0 = 0.05 * rng.standard_normal(X.shape[1])
@@ -482,7 +482,7 @@ def test_preconditioner_pass_matches_numpy(layout):
     forms X o X, CSR by the product of its squared nonzeros; against numpy in float64, under vmap too."""
     import scipy.sparse as sp
     from svmopt.operators import as_operator
-    from svmopt.solvers.newton import _sq_rmatvec
+    _sq_rmatvec = lambda o, d: o.sq_rmatvec(d)  # noqa: E731
 
     X, _ = load("a1a")
     X = sp.csr_matrix(X, dtype=np.float64)

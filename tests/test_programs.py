@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
-from svmopt import _programs, driver
+from svmopt import _programs, driver, loop
 from svmopt.losses import from_function, hinge, lp_hinge, squared_hinge
-from svmopt.solve import prepare
+from svmopt.plan import prepare
 from svmopt.solvers import alm, newton
 
 from conftest import DATA
@@ -128,7 +128,7 @@ def test_a_process_with_several_devices_loads_one_device_programs(tmp_path):
 
 # ------------------------------------------------------------------------------ the key, in process
 def _key(fn, args, name="chunk"):
-    tree, sig = driver._signature(args)
+    tree, sig = driver.signature(args)
     return _programs.program_key(name, fn, tree, sig, ())
 
 
@@ -141,18 +141,18 @@ def problem():
 
 def test_the_key_tells_apart_what_tracing_can_see(problem):
     pb = problem
-    base = _key(driver._init_fn, (newton(), pb, driver._cold_fn(newton(), pb)))
+    base = _key(loop.init, (newton(), pb, loop.zero_start(newton(), pb)))
     assert base is not None
     # the same structure again (a fresh method object, new runtime numbers): the same key
-    assert _key(driver._init_fn, (newton(tol=1e-7, cg_iters=7), pb, driver._cold_fn(newton(), pb))) == base
+    assert _key(loop.init, (newton(tol=1e-7, cg_iters=7), pb, loop.zero_start(newton(), pb))) == base
     # a static setting of the method, another program, another dtype, another loss: another key
-    assert _key(driver._init_fn, (newton(line_search="armijo"), pb, driver._cold_fn(newton(), pb))) != base
-    assert _key(driver._summary_fn, (newton(), pb, driver._cold_fn(newton(), pb))) != base
+    assert _key(loop.init, (newton(line_search="armijo"), pb, loop.zero_start(newton(), pb))) != base
+    assert _key(loop.summary, (newton(), pb, loop.zero_start(newton(), pb))) != base
     pb64 = jax.tree_util.tree_map(lambda a: a.astype(jnp.float64) if jnp.issubdtype(a.dtype, jnp.floating) else a,
                                   pb)
-    assert _key(driver._init_fn, (newton(), pb64, driver._cold_fn(newton(), pb64))) != base
+    assert _key(loop.init, (newton(), pb64, loop.zero_start(newton(), pb64))) != base
     pb_lp = pb.replace(loss=lp_hinge(3.0))
-    assert _key(driver._init_fn, (newton(), pb_lp, driver._cold_fn(newton(), pb_lp))) != base
+    assert _key(loop.init, (newton(), pb_lp, loop.zero_start(newton(), pb_lp))) != base
 
 
 def test_no_key_for_what_the_key_cannot_vouch_for(problem):
@@ -163,10 +163,10 @@ def test_no_key_for_what_the_key_cannot_vouch_for(problem):
     assert repr(a) == repr(b)
     for loss in (a, b):
         p = pb.replace(loss=loss)
-        assert _key(driver._init_fn, (alm(), p, driver._cold_fn(alm(), p))) is None
+        assert _key(loop.init, (alm(), p, loop.zero_start(alm(), p))) is None
     # a program that closes over a user's function
     user = lambda v: v  # noqa: E731
-    assert _key(lambda m, p, s: user(s), (alm(), pb, driver._cold_fn(alm(), pb))) is None
+    assert _key(lambda m, p, s: user(s), (alm(), pb, loop.zero_start(alm(), pb))) is None
     # an object of a foreign class among the static parts
     class Foreign:
         pass

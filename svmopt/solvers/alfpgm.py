@@ -61,10 +61,9 @@ from jax import lax
 
 from ..kernel_cache import cache_rows, fetch, init_cache, top_k
 from ..kernels import kernel_rows, linear
-from ..operators import DenseOperator
 from ..problem import Problem
 from ..result import Status
-from ._base import DUAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
+from .base import DUAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, \
     stall_update, static
 
 RUNNING = -1
@@ -164,7 +163,7 @@ class ALFPGM(Method):
         n, d = pb.op.shape
         if n < 2:
             raise ValueError("alfpgm needs at least two samples")
-        if not isinstance(pb.op, DenseOperator):
+        if pb.op.layout != "dense":
             mb = n * d * jnp.dtype(pb.dtype).itemsize / 2**20
             if mb > self.dense_budget:
                 raise ValueError(f"alfpgm needs dense rows of X for the kernel: {n} x {d} is {mb:.0f} MB, over "
@@ -227,13 +226,13 @@ class ALFPGM(Method):
                            viol=jnp.asarray(jnp.inf, dt), best=jnp.asarray(jnp.inf, dt),
                            since=jnp.asarray(0, jnp.int32), inner=jnp.zeros((), jnp.int32),
                            viol_tol=jnp.where(resume, aux["viol_tol"], jnp.asarray(self.viol_tol, dt)),
-                           X=None if isinstance(pb.op, DenseOperator) else X)
+                           X=None if pb.op.layout == "dense" else X)
 
     # ------------------------------------------------------------------ one working set
     def step(self, pb: Problem, st: ALFPGMState) -> ALFPGMState:
         ws, _ = self._sizes(pb)
         n, dt = pb.n, pb.dtype
-        X = st.X if st.X is not None else pb.op.X
+        X = st.X if st.X is not None else pb.op.dense()
         kern = _kernel(pb)
         y, cs = pb.y, pb.cs
         alpha, G = st.alpha, st.G

@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual
+from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual, relative_gap
 from ..result import Status
-from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, probe, require, start_or, \
+from .base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, probe, require, start_or, \
     stall_update, static
 
 __all__ = ["ALM", "alm"]
@@ -213,7 +213,7 @@ class ALM(Method):
             if pb.loss.is_differentiable:
                 alt, _ = dual_objective(pb, project_dual(pb, -pb.cs * pb.loss.derivative(y * f)))
                 dual = jnp.maximum(dual, jnp.where(jnp.isfinite(alt), alt, -jnp.inf))
-            crit = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(primal.dtype).tiny)
+            crit = relative_gap(primal, dual)
         else:
             crit = _grad_norm(pb, w, b, f) / st.g0
         best, since = stall_update(st.best, st.since, primal, self.obj_tol)

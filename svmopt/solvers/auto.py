@@ -89,7 +89,14 @@ import jax
 
 from ..losses import MissingCapability
 from ..result import Status
-from ._base import Method
+from .alfpgm import alfpgm
+from .alm import alm
+from .base import bounded_dual, box_dual
+from .dual_cd import dual_cd
+from .dual_newton import dual_newton
+from .nesvm import nesvm
+from .newglmnet import newglmnet
+from .newton import newton
 
 __all__ = ["Auto", "Handover", "auto"]
 
@@ -109,22 +116,24 @@ class Handover(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Auto(Method):
-    """Resolved to a concrete method per problem by ``choose``; ``tol`` passes on to it."""
+class Auto:
+    """The default policy, not a method: per problem, the method that measured fastest to a certified
+    gap (``choose``) and what follows it where it does not certify (``handover``). It takes only
+    ``tol``, which passes on to the methods it picks; to tune a method, name it."""
 
     tol: float = 1e-3
 
     name = "auto"
 
+    def __call__(self, **params) -> "Auto":
+        unknown = sorted(set(params) - {"tol"})
+        if unknown:
+            raise TypeError(f"method='auto' takes only tol; {unknown} are parameters of a specific method: pass it, "
+                            "e.g. method=svmopt.solvers.alm(rho=1.1)")
+        return dataclasses.replace(self, **params)
+
     def candidates(self, pb):
         """(method, why) in the order of the decision table."""
-        from .alfpgm import alfpgm
-        from .alm import alm
-        from .dual_cd import dual_cd
-        from .nesvm import nesvm
-        from .newton import newton
-        from .newglmnet import newglmnet
-
         tol = dict(tol=self.tol)
         if pb.kernel is not None:
             return [(alfpgm(**tol), "kernel: AL-FPGM decomposition (hinge, l2, free intercept)"),
@@ -137,11 +146,11 @@ class Auto(Method):
                                        "truncated Newton"))
         # wide data, a box dual with no upper end (the squared hinge on news20-bin): Newton from 0 took
         # 150+ steps, dual CD alone crawled; 300 passes first left Newton 6-14 steps (LIBLINEAR's -s 1)
-        if pb.d > pb.n and _box_dual(pb) and not _bounded_dual(pb) and dual_cd.native(pb):
+        if pb.d > pb.n and box_dual(pb) and not bounded_dual(pb) and dual_cd.native(pb):
             out.append((newton(warm="dual_cd", warm_passes=300, **tol),
                         "twice-differentiable loss with a box dual (squared hinge), l2, no free intercept, more "
                         "features than rows, on the CPU: truncated Newton from 300 compiled dual CD passes"))
-        if _bounded_dual(pb) and dual_cd.native(pb):
+        if bounded_dual(pb) and dual_cd.native(pb):
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))
         # l1 / elastic net with a twice-differentiable loss: alm's proximal steps left a9a's logistic + l1
@@ -173,10 +182,7 @@ class Auto(Method):
 
     def handover(self, pb, method):
         """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
-        from .alm import alm
-        from .dual_newton import dual_newton
-
-        if method.name == "dual_cd" and _bounded_dual(pb):
+        if method.name == "dual_cd" and bounded_dual(pb):
             if pb.d > pb.n:  # wide: projected Newton on the dual from dual CD's alpha after 100 passes
                 return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
                                 warm_within=np.inf, label="dual_newton")
@@ -188,16 +194,6 @@ class Auto(Method):
             return Handover(alm(tol=self.tol), check=cap, cap=cap, go_on=0.0, warm_within=np.inf, label="alm",
                             when=(Status.STALLED, Status.MAX_ITER))
         return None
-
-    # auto is replaced before a run; reaching the loop protocol is a caller's mistake
-    def _unresolved(self, *_):
-        raise TypeError("method 'auto' must be resolved first: auto.choose(problem) returns the method to run")
-
-    validate = _unresolved
-    init = _unresolved
-    step = _unresolved
-    check = _unresolved
-    finalize = _unresolved
 
 
 NEWTON_MIN_P = 1.2
@@ -216,26 +212,6 @@ def _near_kink(pb) -> bool:
         return float(pb.loss.params["p"]) < NEWTON_MIN_P
     except (TypeError, KeyError, jax.errors.ConcretizationTypeError):
         return False
-
-
-def _box_dual(pb, bounded: bool = False) -> bool:
-    """The loss's dual is a box plus a diagonal (hinge, squared hinge, smoothed hinge: what dual
-    CD solves), with l2 and no free intercept; ``bounded``: the box's upper end is finite."""
-    if pb.fit_intercept or pb.kernel is not None or not pb.reg.is_l2:
-        return False
-    try:
-        _, upper, _ = pb.loss.box_diagonal()
-    except (MissingCapability, AttributeError):
-        return False
-    return bool(np.isfinite(upper)) or not bounded
-
-
-def _bounded_dual(pb) -> bool:
-    """The loss's dual is a box with a finite upper end (hinge, smoothed hinge), with l2 and no
-    free intercept: there dual CD's shrinking fixes most coordinates at a bound within a few
-    passes. (With an unbounded box, the squared hinge on news20, it crawled: 1.6e-2 after 1000
-    passes, as LIBLINEAR's -s 1, which hands over to its Newton method after 300.)"""
-    return _box_dual(pb, bounded=True)
 
 
 auto = Auto()

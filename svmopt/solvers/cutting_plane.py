@@ -84,7 +84,7 @@ from typing import Any, NamedTuple
 
 from ..problem import Problem
 from ..result import Status
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, stall_update, start_or, \
+from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, stall_update, start_or, \
     static
 
 RUNNING = -1

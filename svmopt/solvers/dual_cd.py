@@ -89,42 +89,13 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .. import _dcd
-from ..operators import DenseOperator
 from ..sharding import AXIS
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
-from ._base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
+from .base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, box_table, check_positive, concrete, platform, \
+    require_box_dual, start_or, static
 
 __all__ = ["DualCD", "dual_cd"]
-
-
-def require_box_dual(name: str, pb: Problem) -> None:
-    """What a method on this dual needs (dual_cd, dual_newton): l2, a linear model, no free
-    intercept, a loss whose conjugate is a box plus a diagonal; else MissingCapability naming it."""
-    require(pb.reg.is_l2, f"{name} solves l2-regularized problems only (R(w) = ||w||^2/2), got reg={pb.reg!r}; "
-                          "use method=alm or nesvm for l1 / elastic net")
-    require(pb.kernel is None, f"{name} is a linear solver; for a kernel use method=alfpgm or nesvm")
-    require(not pb.fit_intercept,
-            f"{name} cannot keep a free intercept (its dual has no y^T alpha = 0 constraint); "
-            "use LIBLINEAR's bias feature intercept_scaling=1.0, or fit_intercept=False, "
-            "or method=alm for an unregularized intercept")
-    pb.loss.box_diagonal()  # raises MissingCapability naming the box-plus-diagonal dual
-
-
-def box_table(pb: Problem):
-    """(n, 4) per row [D_ii, L_i, U_i, 1/Qbar_ii]: the dual's diagonal, box and inverse curvature
-    (eq. 4, 9), what a coordinate step reads. A zero-weight row is fixed at 0."""
-    dt, n = pb.dtype, pb.n
-    lower, upper, quad = pb.loss.box_diagonal()
-    cs = pb.cs
-    live = cs > 0
-    lo = jnp.where(live, -jnp.inf if lower == -np.inf else lower * cs, 0.0)
-    hi = jnp.where(live, jnp.inf if upper == np.inf else upper * cs, 0.0)
-    D = jnp.where(live, 2.0 * quad / jnp.where(live, cs, 1.0), 0.0) * jnp.ones((n,), dt)
-    qbar = pb.op.row_sq_norms() + D
-    # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
-    invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
-    return jnp.stack([D, lo, hi, invq], axis=1).astype(dt)
 
 
 class DCDState(NamedTuple):
@@ -198,9 +169,9 @@ class DualCD(Method):
             raise ValueError("dual_cd(impl='ffi') needs the compiled pass (svmopt._dcd_ffi, built by "
                              "`pip install -e .`), the serial variant, float32/float64 data on the CPU and "
                              f"unsharded rows; here: built={_dcd.available()}, variant={self.resolved(pb)!r}, "
-                             f"dtype={pb.dtype}, platform={_platform(pb)!r}, sharded={_sharded(pb)}")
-        if self.resolved(pb) == "serial" and _platform(pb) != "cpu" and not _sharded(pb):
-            warnings.warn(f"dual_cd(variant='serial') on {_platform(pb)}: one kernel launch per coordinate, "
+                             f"dtype={pb.dtype}, platform={platform(pb)!r}, sharded={_sharded(pb)}")
+        if self.resolved(pb) == "serial" and platform(pb) != "cpu" and not _sharded(pb):
+            warnings.warn(f"dual_cd(variant='serial') on {platform(pb)}: one kernel launch per coordinate, "
                           "a pass takes ~n launches (slow); variant='auto' runs the block variant there",
                           UserWarning, stacklevel=3)
         check_positive(self, "eps")
@@ -220,20 +191,20 @@ class DualCD(Method):
         """The variant that runs on ``pb``: "auto" is "serial" on CPU, "block" on accelerators."""
         if self.variant != "auto":
             return self.variant
-        return "serial" if _platform(pb) == "cpu" else "block"
+        return "serial" if platform(pb) == "cpu" else "block"
 
     def native(self, pb) -> bool:
         """Whether the serial pass runs as the compiled CPU kernel (``svmopt._dcd``) on ``pb``."""
         if self.impl == "xla" or self.resolved(pb) != "serial" or _sharded(pb):
             return False
-        return (_platform(pb) == "cpu" and jax.default_backend() == "cpu" and _dcd.supports(pb.dtype)
+        return (platform(pb) == "cpu" and jax.default_backend() == "cpu" and _dcd.supports(pb.dtype)
                 and _dcd.available())
 
     def block(self, pb) -> int:
         """The block size that runs on ``pb`` (see ``block_size``)."""
         if self.block_size is not None:
             return int(self.block_size)
-        return 16 if self.variant == "block" or _platform(pb) == "cpu" else 256
+        return 16 if self.variant == "block" or platform(pb) == "cpu" else 256
 
     def canonical(self, dtype):
         """The seed as the raw words of its key (an int and a key of the same value share a program)."""
@@ -378,17 +349,9 @@ class DualCD(Method):
         return Start(st.w, jnp.zeros((), st.w.dtype), st.alpha, jnp.asarray(PRIMAL | DUAL, jnp.int32), aux)
 
 
-def _platform(pb) -> str:
-    """Where pb's data lives: "cpu", "gpu", "tpu" (the default backend when traced)."""
-    for leaf in jax.tree_util.tree_leaves(pb.op):
-        if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer):
-            return next(iter(leaf.devices())).platform
-    return jax.default_backend()
-
-
 # ---------------------------------------------------------------- rows over several devices
 def _sharded(pb) -> bool:
-    return getattr(pb.op, "mesh", None) is not None  # svmopt.sharding.ShardedOperator
+    return pb.op.layout == "sharded"  # svmopt.sharding.ShardedOperator
 
 
 _LOCAL = ("table", "cols", "tail", "long")  # per-device state: the records of the device's rows
@@ -569,7 +532,7 @@ def _block_pass(method, pb: Problem, st, key):
         loops.append(lambda c, body=serial: lax.fori_loop(0, n_blocks * B, body, c))
     # 0: Jacobi blocks; 1: the serial fallback; 2: the same when some active row is long
     # on accelerators a serial step is a kernel launch: fall back only once the active rows fit one block
-    small = max(8 * B, n // 16) if _platform(pb) == "cpu" else B
+    small = max(8 * B, n // 16) if platform(pb) == "cpu" else B
     mode = jnp.where(lay["n"] <= small, 1 + jnp.any(st["long"] & st["active"]), 0)
     w, out = lax.switch(jnp.minimum(mode, len(loops) - 1), loops, (st["w"], out))
     kept = live[:n] & (out[:n, 2] == 0)
@@ -745,7 +708,7 @@ def _tail_add(w, csr, tail, width, coef):
 
 def _width(pb: Problem, width):
     """Static padded row width: d for dense X; for sparse X ``width`` or 1.25 x the mean row length."""
-    if isinstance(pb.op, DenseOperator):
+    if pb.op.layout == "dense":
         return pb.d
     if width is None:
         width = 4 * int(np.ceil(1.25 * pb.op.nnz / max(pb.n, 1) / 4))
@@ -760,11 +723,12 @@ def _rows(pb: Problem, width):
     op, n, d = pb.op, pb.n, pb.d
     W = _width(pb, width)
     none = dict(cols=None, tail=None, long=jnp.zeros((n,), bool))
-    if isinstance(op, DenseOperator):
-        return dict(none, vals=op.X * pb.y[:, None])
-    start, length = op.indptr[:-1], op.indptr[1:] - op.indptr[:-1]
-    csr = dict(cols=jnp.concatenate([op.indices, jnp.zeros((W,), jnp.int32)]),
-               vals=jnp.concatenate([op.data * pb.y[op.row_ids], jnp.zeros((W,), op.dtype)]))
+    if op.layout == "dense":
+        return dict(none, vals=op.dense() * pb.y[:, None])
+    data, indices, indptr, row_ids = op.entries()
+    start, length = indptr[:-1], indptr[1:] - indptr[:-1]
+    csr = dict(cols=jnp.concatenate([indices, jnp.zeros((W,), jnp.int32)]),
+               vals=jnp.concatenate([data * pb.y[row_ids], jnp.zeros((W,), op.dtype)]))
     tail = jnp.stack([start, length], axis=1).astype(jnp.int32)
     cols, vals = _tail_chunk(csr, tail, W, 0)
     if W >= d:  # no row is longer than the padding

@@ -47,13 +47,13 @@ import dataclasses
 import warnings
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..problem import Problem, dual_objective, project_dual
+from ..problem import Problem, dual_objective, project_dual, relative_gap
 from ..result import Status
-from ._base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, start_or, stall_update
+from .base import DUAL, PRIMAL, Iterate, Method, Start, box_table, check_positive, require_box_dual, start_or, \
+    stall_update
 
 __all__ = ["DualNewton", "dual_newton"]
 
@@ -98,8 +98,6 @@ class DualNewton(Method):
     polish_steps = (0, 0)  # alpha is the dual iterate itself: nothing for the driver's polish to add
 
     def validate(self, pb: Problem) -> None:
-        from .dual_cd import require_box_dual
-
         require_box_dual(self.name, pb)
         check_positive(self, "tol", "cg_eta")
         check_positive(self, "cg_iters", "patience", integer=True)
@@ -117,8 +115,6 @@ class DualNewton(Method):
         return None
 
     def init(self, pb: Problem, start: Start) -> DualNewtonState:
-        from .dual_cd import box_table
-
         dt = pb.dtype
         coef = box_table(pb)
         lo, hi = coef[:, 1], coef[:, 2]
@@ -136,9 +132,6 @@ class DualNewton(Method):
                                best=jnp.stack([inf, inf]), since=jnp.asarray(0, jnp.int32))
 
     def step(self, pb: Problem, st: DualNewtonState) -> DualNewtonState:
-        from .dual_cd import box_table
-        from .newton import _restrict_rows, _walks_rows
-
         dt = pb.dtype
         coef = box_table(pb)
         D, lo, hi, invq = coef[:, 0], coef[:, 1], coef[:, 2], coef[:, 3]
@@ -195,8 +188,8 @@ class DualNewton(Method):
             a = a if perm is None else jnp.zeros_like(alpha).at[perm].set(a)
             return a, vt, jnp.where(ok, t, 0.0), k
 
-        if _walks_rows(pb.op):  # the kernel walks only the free rows (gathered once per step)
-            op, _, perm = _restrict_rows(pb.op, free, D, with_perm=True)
+        if pb.op.walks_rows():  # the kernel walks only the free rows (gathered once per step)
+            op, _, perm = pb.op.rows_first(free, D, with_perm=True)
             alpha, v, t, k = newton_step(op, perm)
         else:
             alpha, v, t, k = newton_step(pb.op, None)
@@ -249,7 +242,7 @@ def _measure(pb: Problem, coef, alpha, v):
     g = jnp.where(pb.cs > 0, pb.y * fx - 1.0 + D * alpha, 0.0)
     f = _f(v, alpha, D)
     s, obj = _scale(pb, v, fx)
-    crit = (obj + f) / jnp.maximum(jnp.abs(obj), jnp.finfo(obj.dtype).tiny)
+    crit = relative_gap(obj, -f)
     return g, f, s, obj, jnp.where(jnp.isfinite(crit), crit, jnp.inf)
 
 

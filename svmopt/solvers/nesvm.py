@@ -77,10 +77,11 @@ import numpy as np
 
 from ..kernels import kernel_rows
 from ..losses import Loss
-from ..problem import Problem, dual_loss_part, dual_objective, primal_gradient, primal_objective, project_dual
+from ..problem import Problem, dual_loss_part, dual_objective, primal_gradient, primal_objective, project_dual, \
+    relative_gap
 from ..result import Status
 from ..smoothing import homotopy_mu
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
+from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
 
 __all__ = ["NESVM", "nesvm", "homotopy_nesvm"]
 
@@ -395,7 +396,7 @@ class NESVM(Method):
             loss, reg = self._model(pb, st, st.mu, st.nu)
             pt = pb.replace(loss=loss, reg=reg)
             D = self._dual(pt, st, pb.cs * -loss.derivative(pb.y * f))[0]
-            crit = (F - D) / jnp.maximum(jnp.abs(F), tiny)
+            crit = relative_gap(F, D)
         else:
             crit = jnp.linalg.norm(g) / jnp.maximum(st.g0, tiny)
         # Nesterov's first steps from a (warm) start are short by design (the weights (i+1)/2

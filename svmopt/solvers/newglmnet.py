@@ -59,11 +59,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _l1cd
-from ..operators import DenseOperator, SparseOperator
 from ..problem import Problem, dual_objective, project_dual
 from ..result import Status
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, require, start_or, stall_update
-from .newton import _gap, _second
+from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, finite_gap, platform, require, second, \
+    start_or, stall_update
 
 __all__ = ["NewGLMNET", "newglmnet"]
 
@@ -141,14 +140,13 @@ class NewGLMNET(Method):
         require(pb.loss.is_differentiable,
                 f"newglmnet needs a twice-differentiable loss; {pb.loss!r} has a kink (use method=alm)")
         require(pb.loss.has_dual, f"newglmnet certifies a duality gap: loss {pb.loss!r} needs a dual")
-        require(isinstance(pb.op, (DenseOperator, SparseOperator)) and getattr(pb.op, "mesh", None) is None,
+        require(pb.op.layout in ("dense", "sparse"),
                 "newglmnet needs unsharded dense or CSR X (its inner solve walks columns on one CPU)")
-        from .dual_cd import _platform
-        require(_platform(pb) == "cpu" and jax.default_backend() == "cpu" and _l1cd.supports(pb.dtype)
+        require(platform(pb) == "cpu" and jax.default_backend() == "cpu" and _l1cd.supports(pb.dtype)
                 and _l1cd.available(),
                 "newglmnet needs its compiled CPU kernel (svmopt._l1cd_ffi, built by `pip install -e .`) and "
                 f"float32/float64 data on the CPU; here: built={_l1cd.available()}, dtype={pb.dtype}, "
-                f"platform={_platform(pb)!r} (use method=alm)")
+                f"platform={platform(pb)!r} (use method=alm)")
         check_positive(self, "inner_passes", "patience", integer=True)
         check_positive(self, "refine", integer=True, allow_zero=True)
         check_positive(self, "inner_eps0", "sigma", "refine_tol")
@@ -184,7 +182,7 @@ class NewGLMNET(Method):
         fb = pb.fit_intercept
         M = jnp.where(jnp.asarray(self.shrink, bool), st.M, jnp.inf)
         active, Mnew, now = _violation(pb, st.w, st.G, st.gb, M)
-        D = pb.cs * _second(pb.loss, pb.y * st.f)
+        D = pb.cs * second(pb.loss, pb.y * st.f)
         w0, G0 = st.w, st.G
         if fb:
             w0, G0 = jnp.append(st.w, st.b), jnp.append(st.G, st.gb)
@@ -364,7 +362,7 @@ def _measure(pb: Problem, w, b, f):
     alpha = project_dual(pb, -pb.cs * lp)
     dual, _ = dual_objective(pb, alpha, v=None if pb.fit_intercept else -xu)
     dual = jnp.where(jnp.isfinite(dual), dual, -jnp.inf)
-    return G, gb, obj, _gap(obj, dual), dual, alpha
+    return G, gb, obj, finite_gap(obj, dual), dual, alpha
 
 
 newglmnet = NewGLMNET()

@@ -74,14 +74,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .. import _csr
-from .._csr import ffi_available
 from ..losses import MissingCapability
-from ..operators import DenseOperator, SparseOperator
-from ..problem import Problem, _dual_box, dual_objective, primal_objective, project_dual
+from ..problem import Problem, dual_box, dual_objective, primal_objective, project_dual
 from ..result import Status
-from ._base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, probe, require, start_or, stall_update, \
-    static
+from .base import PRIMAL, RESUME, Iterate, Method, Start, box_dual, box_table, check_positive, finite_gap, probe, \
+    require, second, start_or, stall_update, static
 
 __all__ = ["Newton", "newton"]
 
@@ -270,7 +267,7 @@ class Newton(Method):
 
     def step(self, pb: Problem, st: NewtonState) -> NewtonState:
         dt = pb.dtype
-        D = pb.cs * _second(pb.loss, pb.y * st.f)
+        D = pb.cs * second(pb.loss, pb.y * st.f)
         hvp_reg = lambda v: jax.jvp(pb.reg.grad, (st.w,), (v,))[1]  # noqa: E731
         live = (pb.s > 0).astype(dt)
         fb = 1.0 if pb.fit_intercept else 0.0
@@ -297,7 +294,7 @@ class Newton(Method):
 
             if self.precondition:
                 a = self.pre_mix
-                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + _sq_rmatvec(op, Dh)
+                dw = jnp.maximum(hvp_reg(jnp.ones_like(st.w)), 0.0) + op.sq_rmatvec(Dh)
                 mw, mb = (1.0 - a) + a * dw, (1.0 - a) + a * db
                 mw = jnp.where(mw > 0, mw, 1.0)
                 mb = jnp.where(mb > 0, mb, 1.0)
@@ -308,15 +305,15 @@ class Newton(Method):
         # H v only involves the rows with D_i != 0 (LIBLINEAR's index set I): when they hold at most half
         # of the nonzeros, a CSR walked by the CPU kernel is restricted to them once per step (one gather
         # of the nonzeros), so each CG step reads only theirs
-        walks = _walks_rows(pb.op)
+        walks = pb.op.walks_rows()
         if self.active_rows and walks:
             keep = D != 0
-            kept = jnp.sum(jnp.where(keep, jnp.diff(pb.op.indptr), 0), dtype=jnp.int32)
+            kept = pb.op.stored_in(keep)
             # (a cond that selects only the rows, with one copy of CG, made the stored chunk 618 KB
             # instead of 705 on a9a, but its untaken branch copies X: sparse-gen's logistic, whose rows
             # all stay active, took 2.8 s instead of 2.1)
-            (sw, sb), k = lax.cond(2 * kept <= pb.op.data.shape[0],
-                                   lambda: direction(*_restrict_rows(pb.op, keep, D)),
+            (sw, sb), k = lax.cond(2 * kept <= pb.op.nnz,
+                                   lambda: direction(*pb.op.rows_first(keep, D)),
                                    lambda: direction(pb.op, D))
         else:
             (sw, sb), k = direction(pb.op, D)
@@ -380,7 +377,7 @@ def _better(pb: Problem, obj, crit, dual, alpha, candidate):
     """(gap, dual, alpha): the candidate dual point where its gap (D evaluated afresh) is the smaller."""
     d, _ = dual_objective(pb, candidate)
     d = jnp.where(jnp.isfinite(d), d, -jnp.inf)
-    gap = _gap(obj, d)
+    gap = finite_gap(obj, d)
     better = gap < crit
     return jnp.where(better, gap, crit), jnp.where(better, d, dual), jnp.where(better, candidate, alpha)
 
@@ -388,9 +385,8 @@ def _better(pb: Problem, obj, crit, dual, alpha, candidate):
 def _dual_pass_applies(pb: Problem) -> bool:
     """Static: the squared-hinge-type dual (a box plus a diagonal), l2 = 1/2 ||w||^2, no free
     intercept, and the compiled serial dual CD pass for these rows (CPU, unsharded)."""
-    from .auto import _box_dual
     from .dual_cd import dual_cd
-    return bool(pb.reg.is_l2 and _box_dual(pb) and dual_cd.native(pb))
+    return bool(pb.reg.is_l2 and box_dual(pb) and dual_cd.native(pb))
 
 
 def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
@@ -403,7 +399,6 @@ def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
     1.7-fold rate that ended at 4e-3 is no longer run); D is evaluated from the pass's own w (no
     product with X) and afresh by the caller."""
     from .. import _dcd
-    from .dual_cd import box_table
     inf = jnp.asarray(jnp.inf, pb.dtype)
     coef = box_table(pb)
     alpha = jnp.clip(alpha, coef[:, 1], coef[:, 2])
@@ -414,7 +409,7 @@ def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
 
     def gap(a, v):
         d, _ = dual_objective(pb, a, v=v)
-        return _gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
+        return finite_gap(obj, jnp.where(jnp.isfinite(d), d, -jnp.inf))
 
     def cond(c):
         k, _, _, g, last = c
@@ -431,23 +426,6 @@ def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
 
     k0 = jnp.asarray(0, jnp.int32)
     return lax.while_loop(cond, body, (k0, alpha, v, gap(alpha, v), inf))[1]
-
-
-def _walks_rows(op) -> bool:
-    """Static: is ``op`` a CSR whose products the CPU kernel computes row by row along indptr?"""
-    return (isinstance(op, SparseOperator) and op.impl != "xla" and jax.default_backend() == "cpu"
-            and op.dtype in (jnp.float32, jnp.float64) and ffi_available())
-
-
-def _restrict_rows(op, keep, D, with_perm=False):
-    """(op', D'): the rows of CSR ``op`` with ``keep`` (n,) first, in order (row i of op' is row
-    perm[i] of op, D' = D[perm]), and indptr ending after them, so the kernel walks only those
-    (``_csr.keep_rows``: one pass in the custom call). The other rows keep their entries and row
-    ids: the XLA path, which sums over row ids, stays exact as long as D' is 0 there.
-    ``with_perm``: (op', D', perm)."""
-    perm, indptr, indices, rows, src = _csr.keep_rows(op.indices, op.indptr, keep)
-    op = SparseOperator(op.data[src], indices, rows, indptr, op.shape, op.impl)
-    return (op, D[perm], perm) if with_perm else (op, D[perm])
 
 
 def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
@@ -468,7 +446,7 @@ def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
         g, h = jax.jvp(lambda u: jnp.vdot(pb.reg.grad(st.w + u * sw), sw), (t,), (jnp.ones((), dt),))
         m = pb.y * (st.f + t * q)
         g = g + jnp.sum(pb.cs * pb.y * q * pb.loss.derivative(m))
-        h = h + jnp.sum(pb.cs * q * q * _second(pb.loss, m))
+        h = h + jnp.sum(pb.cs * q * q * second(pb.loss, m))
         return g, h
 
     zero, one = jnp.zeros((), dt), jnp.ones((), dt)
@@ -500,22 +478,6 @@ def _exact_step(pb: Problem, st, sw, q, iters: int = 16, rtol: float = 1e-3):
     return jnp.where(jnp.isfinite(t) & (t > 0), t, one)
 
 
-def _sq_rmatvec(op, D):
-    """(X o X)^T D, the preconditioner's pass. Dense X: one contraction that never forms X o X
-    (200k x 55 on the CPU: 4.4 against 30 ms float32, 6.9 against 60 ms float64, where the square
-    was written out and read back each Newton step); otherwise the same operator with every stored
-    value squared (CSR: the squares of its nonzeros, then its own product)."""
-    if isinstance(op, DenseOperator):
-        return jnp.einsum("ij,ij,i->j", op.X, op.X, D)
-    sq = jax.tree_util.tree_map(lambda x: x * x if jnp.issubdtype(x.dtype, jnp.floating) else x, op)
-    return sq.rmatvec(D)
-
-
-def _second(loss, m):
-    """l''(m) elementwise: the derivative of ``loss.derivative`` (a generalized one at kinks of l')."""
-    return jax.jvp(loss.derivative, (m,), (jnp.ones_like(m),))[1]
-
-
 def _measure(pb: Problem, w, b, f):
     """Gradient, objective, relative duality gap, dual objective and its dual point
     alpha = -C s l'(margin) (projected) at (w, b) with f = X w + b."""
@@ -531,12 +493,7 @@ def _measure(pb: Problem, w, b, f):
     alpha = project_dual(pb, alpha)
     dual, _ = dual_objective(pb, alpha, v=v)
     dual = jnp.where(jnp.isfinite(dual), dual, -jnp.inf)
-    return gw, gb, obj, _gap(obj, dual), dual, alpha
-
-
-def _gap(obj, dual):
-    crit = (obj - dual) / jnp.maximum(jnp.abs(obj), jnp.finfo(obj.dtype).tiny)
-    return jnp.where(jnp.isfinite(crit), crit, jnp.inf)
+    return gw, gb, obj, finite_gap(obj, dual), dual, alpha
 
 
 def _xtdx(op, v, Dh, c=0.0):
@@ -544,7 +501,7 @@ def _xtdx(op, v, Dh, c=0.0):
     the custom call, which skips the rows with Dh_i = 0; dense X block by block, reading X once (8.6
     against 20 ms on 200k x 55 float32). On accelerators two whole products (a loop over blocks
     would cost kernel launches per block there)."""
-    if _walks_rows(op):
+    if op.walks_rows():
         return op.hvp(v, Dh, c)
     if jax.default_backend() == "cpu":
         return op.fused(v, lambda z, Dh: (Dh * (z + c),) * 2, (Dh,))
@@ -559,12 +516,12 @@ def _fit_dual(pb: Problem, alpha, gw, steps):
     CGLS steps from delta = 0. A CSR walked by the CPU kernel is restricted to those rows first (one
     gather of the nonzeros): on news20-bin's squared hinge after its first Newton step they hold 5%
     of the nonzeros, and the 2 x ``steps`` products read only theirs."""
-    lo, hi = _dual_box(pb)
+    lo, hi = dual_box(pb)
     inside = (alpha > lo) & (alpha < hi) & (pb.cs > 0)
     op, perm = pb.op, None
     rows = inside.astype(alpha.dtype) * pb.y
-    if _walks_rows(op):
-        op, rows, perm = _restrict_rows(op, inside, rows, with_perm=True)
+    if op.walks_rows():
+        op, rows, perm = op.rows_first(inside, rows, with_perm=True)
     At = lambda r: rows * op.matvec(r)  # noqa: E731  (A = X^T diag(y rows), d x n)
     A = lambda p: op.rmatvec(rows * p)  # noqa: E731
     tiny = jnp.finfo(alpha.dtype).tiny

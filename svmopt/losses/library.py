@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import smoothing
-from ._base import DualDescription, Loss, LossFamily, prox_newton
+from .base import DualDescription, Loss, LossFamily, prox_newton
 
 __all__ = [
     "hinge",

@@ -1,0 +1,284 @@
+"""The one loop every solver runs under; it alone certifies a gap and decides a status.
+
+A method (``svmopt.solvers.base.Method``) only says how to start, step, check and finish; the
+functions here are pure (jittable, vmappable) and own:
+
+* the loop: ``lax.while_loop`` of ``step`` until ``check`` stops it or the iteration bound;
+* the **status contract** (SPEC section 6): when a method's own criterion is met (or a periodic
+  check is due), the loop computes the relative duality gap (P - D)/|P| of the problem as asked
+  (the true loss, with D from a feasible dual point: the method's candidate, -C s l'(margin), or
+  the method's own (P, D) candidates). At most ``tol``: CONVERGED. Above: the method's
+  ``tighten`` makes its inner tolerance stricter and the loop goes on; a method that cannot
+  tighten (or a problem without a dual) ends UNCERTIFIED. MAX_ITER, STALLED, DIVERGED and
+  NONFINITE are decided here too; a method's ``check`` only proposes;
+* the summary: primal / dual objectives, gap, the resume point (``Start``).
+
+How these run (compiled, in chunks, in batches, with progress) is ``svmopt.driver``'s business.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual, relative_gap
+from .result import Status
+from .solvers.base import COLD, Start
+
+__all__ = ["Summary", "Loop", "RUNNING", "has_dual", "objectives", "certifies", "final_status", "summarize",
+           "iterate", "init", "core", "zero_start", "chunk", "chunk_summary", "summary"]
+
+RUNNING = -1
+"""The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
+
+
+class Summary(NamedTuple):
+    w: Any
+    b: Any
+    primal: Any
+    dual: Any
+    gap: Any
+    status: Any
+    iterations: Any
+    extras: dict
+    state: Start
+
+
+# ---------------------------------------------------------------------------------- objectives
+def has_dual(method, pb: Problem) -> bool:
+    """Static: can a duality gap be computed for this problem?"""
+    if method.own_objectives(pb):
+        return True
+    return pb.loss.has_dual and pb.reg.has_conjugate
+
+
+POLISH_WITHIN = 10.0  # polish the dual only when the plain candidates' relative gap is below 10 tol
+POLISH_BUDGET = 2.0  # the rows near the kink that polish_dual may free cost at most this * tol |P|
+
+
+def objectives(method, pb: Problem, st, polish: bool = True):
+    """(iterate, primal, dual, best dual alpha) of the method's state (jittable).
+
+    D is the best of the method's dual candidate and -C s l'(margin), each projected onto
+    the dual's feasible set (``project_dual``); with ``polish``, when that gap is within
+    ``POLISH_WITHIN`` times tol, the best one is improved by ``problem.polish_dual`` with the
+    method's ``polish_steps`` (a certificate then costs a few more matvecs, paid only near
+    the end of a solve).
+    """
+    it = method.finalize(pb, st)
+    if method.own_objectives(pb):
+        primal, dual, alpha = method.objectives(pb, st, it)
+        return it, primal, dual, alpha
+    f = pb.op.matvec(it.w) + it.b
+    primal = primal_objective(pb, it.w, it.b, f)
+    nan = jnp.asarray(jnp.nan, primal.dtype)
+    if not (pb.loss.has_dual and pb.reg.has_conjugate):
+        return it, primal, nan, it.alpha
+    # dual candidates: the method's own (if any) and -l'(margin) (exact for smooth losses)
+    cands = [pb.cs * -pb.loss.derivative(pb.y * f)]
+    if it.alpha is not None:
+        cands.append(it.alpha)
+    best, best_alpha = -jnp.inf, None
+
+    def consider(a, best, best_alpha):
+        dval, _ = dual_objective(pb, a)
+        dval = jnp.where(jnp.isfinite(dval), dval, -jnp.inf)
+        take = dval > best
+        return jnp.where(take, dval, best), (a if best_alpha is None else jnp.where(take, a, best_alpha))
+
+    for a in cands:
+        best, best_alpha = consider(project_dual(pb, a), best, best_alpha)
+    if polish and any(method.polish_steps) and can_polish(pb):
+        budget = POLISH_BUDGET * method.gap_tol() * jnp.abs(primal)
+
+        def improve(ba):
+            return consider(polish_dual(pb, ba[1], it.w, f, *method.polish_steps, budget=budget), *ba)
+
+        gap = relative_gap(primal, best)  # (a gap already within tol needs no polish)
+        near = (gap > method.gap_tol()) & (gap <= POLISH_WITHIN * method.gap_tol())
+        best, best_alpha = lax.cond(near, improve, lambda ba: ba, (best, best_alpha))
+    bound = method.dual_bound(pb, st)
+    if bound is not None:  # e.g. the cutting plane's working-set dual: a valid lower bound too
+        best = jnp.maximum(best, bound)
+    return it, primal, jnp.where(jnp.isfinite(best), best, nan), best_alpha
+
+
+def certifies(gap, tol):
+    """A relative gap within tol, and not below -tol: for a convex problem D <= P* <= P, so a gap
+    further below 0 than rounding is no certificate (a kernel that is not positive semidefinite made
+    nesvm's D exceed its P by 2.3 P, and the run said CONVERGED)."""
+    return (gap <= tol) & (gap >= -tol)
+
+
+def final_status(code, primal, start, finite):
+    """The status of a loop that stopped with ``code``: MAX_ITER when still running, DIVERGED far above
+    the starting objective, NONFINITE when an iterate is not finite."""
+    status = jnp.where(code == RUNNING, Status.MAX_ITER, code)
+    status = jnp.where(primal > 1e3 * (jnp.abs(start) + 1.0), Status.DIVERGED, status)
+    return jnp.where(finite, status, Status.NONFINITE).astype(jnp.int32)
+
+
+class Loop(NamedTuple):
+    """What the loop carries: the method's state and the best certificate seen so far.
+
+    dual   the largest dual objective of the certificate checks so far (-inf before the first):
+           D(alpha) <= P* holds for every feasible alpha, whichever iterate it came from, so the
+           best one is kept (the duals of primal methods do not grow monotonically)
+    alpha  (n,) its dual point (zeros before the first check)
+    primal the primal objective of the last check (+inf before the first): when that check
+           certified, the state has not moved since, and the summary reuses it (no products)
+    """
+
+    st: Any
+    dual: Any
+    alpha: Any
+    primal: Any
+
+
+def best_certificate(loop: Loop, dual, alpha):
+    """The certificate (dual, alpha) or the loop's best, whichever is larger."""
+    take = dual >= loop.dual  # the latest wins ties; NaN (no dual) never replaces
+    if alpha is None or jnp.shape(alpha) != jnp.shape(loop.alpha):
+        return jnp.where(take, dual, loop.dual), None
+    return jnp.where(take, dual, loop.dual), jnp.where(take, alpha, loop.alpha)
+
+
+def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
+    """Final w, b, objectives, gap, status and resume point from a loop state (jittable).
+
+    D is the better of the final iterate's plain candidates (no polish: a summary is cheap)
+    and the best certificate of the loop (which certified a CONVERGED status). A CONVERGED run
+    ends on the state its last check certified: that check's primal, dual and alpha are the
+    summary's, without the three products of computing them again (a9a's squared hinge: 1 ms)."""
+    st = loop.st
+    it, primal, dual, alpha = final_objectives(method, pb, loop, code)
+    best, best_alpha = best_certificate(loop, dual, alpha)
+    dual = jnp.where(jnp.isfinite(best), best, dual)
+    if best_alpha is not None and pb.kernel is None:  # a kernel model's alpha is its expansion: keep the iterate's
+        alpha = best_alpha
+    extras = dict(it.extras)
+    if alpha is not None:
+        extras["alpha"] = alpha
+    gap = primal - dual
+    finite = jnp.all(jnp.isfinite(it.w)) & jnp.isfinite(it.b) & jnp.isfinite(primal)
+    status = final_status(code, primal, method.start_objective(pb), finite)
+    # a CONVERGED code was certified in the loop; re-check on the reported numbers
+    # (the loop certified with its own, equally valid, rounding: allow the rounding of one more pass)
+    slack = 64 * jnp.finfo(primal.dtype).eps
+    ok = certifies(relative_gap(primal, dual), method.gap_tol() * (1 + 1e-6) + slack)
+    if pb.kernel is not None and not pb.kernel.psd:  # not convex: no gap certifies (kernels.Kernel.psd)
+        ok = False
+    status = jnp.where((status == Status.CONVERGED) & ~ok, Status.UNCERTIFIED, status).astype(jnp.int32)
+    return Summary(it.w, it.b, primal, dual, gap, status, k, extras, method.carry(pb, st))
+
+
+def final_objectives(method, pb: Problem, loop: Loop, code):
+    """(iterate, primal, dual, alpha) for the summary: the last check's where it certified."""
+    it = method.finalize(pb, loop.st)
+    reuse = (has_dual(method, pb) and it.alpha is not None and jnp.shape(it.alpha) == jnp.shape(loop.alpha)
+             and pb.kernel is None)
+    if not reuse:
+        return objectives(method, pb, loop.st, polish=False)
+
+    def fresh(_):
+        _, primal, dual, alpha = objectives(method, pb, loop.st, polish=False)
+        return primal, dual, alpha.astype(loop.alpha.dtype)
+
+    def certified(_):
+        return loop.primal, loop.dual, loop.alpha
+
+    primal, dual, alpha = lax.cond(code == Status.CONVERGED, certified, fresh, None)
+    return it, primal, dual, alpha
+
+
+# ---------------------------------------------------------------------------------- the loop
+def certify(method, pb, loop: Loop, code, k):
+    """The method says CONVERGED (or a periodic check is due): CONVERGED only with a certified
+    gap; a method whose own rule fired but whose gap is above tol tightens and goes on."""
+    if not has_dual(method, pb):
+        return loop, jnp.where(code == Status.CONVERGED, Status.UNCERTIFIED, code).astype(jnp.int32)
+    periodic = method.certify_due(pb, loop.st, k)
+    claimed = code == Status.CONVERGED
+    due = claimed if periodic is None else claimed | ((code == RUNNING) & periodic)
+
+    def check(loop):
+        st = loop.st
+        _, primal, dual, alpha = objectives(method, pb, st)
+        dual, alpha = best_certificate(loop, dual, alpha)
+        loop = loop._replace(dual=dual, alpha=loop.alpha if alpha is None else alpha, primal=primal)
+        ok = certifies(relative_gap(primal, dual), method.gap_tol())
+        tight = method.tighten(pb, st)
+        if tight is None:
+            fail = jnp.where(claimed, Status.UNCERTIFIED, code)
+            return loop, jnp.where(ok, Status.CONVERGED, fail).astype(jnp.int32)
+        st = jax.tree_util.tree_map(lambda a, t: jnp.where(ok | ~claimed, a, t), st, tight)
+        return loop._replace(st=st), jnp.where(ok, Status.CONVERGED, RUNNING).astype(jnp.int32)
+
+    return lax.cond(due, check, lambda s: (s, code), loop)
+
+
+def iterate(method, pb: Problem, loop: Loop, k0, code0, until):
+    """``lax.while_loop`` of step, check and certify from iteration k0 until ``until`` or a status."""
+    def cond(c):
+        k, _, code = c
+        return (k < until) & (code == RUNNING)
+
+    def body(c):
+        k, loop, _ = c
+        loop = loop._replace(st=method.step(pb, loop.st))
+        code = jnp.asarray(method.check(pb, loop.st), jnp.int32)
+        loop, code = certify(method, pb, loop, code, k + 1)
+        return k + 1, loop, code
+
+    return lax.while_loop(cond, body, (k0, loop, code0))
+
+
+def init(method, pb, start):
+    """The loop state at the start: the method's state, no certificate yet."""
+    dt = pb.dtype
+    # alpha computed from the rows' weights (finite): on row-sharded X it lives where the rows live,
+    # as the chunks' alpha does (a constant zeros would be replicated, and the chunk's input sharding differ)
+    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt), jnp.asarray(jnp.inf, dt))
+
+
+def core(method, pb: Problem, start: Start, max_iter) -> Summary:
+    """init -> while_loop(step, check, certify) -> summarize; pure, jittable, vmappable."""
+    loop = init(method, pb, start)
+    k, loop, code = iterate(method, pb, loop, jnp.asarray(0, jnp.int32), jnp.asarray(RUNNING, jnp.int32),
+                          jnp.asarray(max_iter, jnp.int32))
+    return summarize(method, pb, loop, k, code)
+
+
+def zero_start(method, pb: Problem) -> Start:
+    """The cold start (zeros; the same structure as every warm start: one program for both)."""
+    dt = pb.dtype
+    return Start(jnp.zeros((pb.d,), dt), jnp.zeros((), dt), jnp.zeros((pb.n,), dt),
+                 jnp.asarray(COLD, jnp.int32), method.aux_template(pb))
+
+
+# ---------------------------------------------------------------------------------- what is compiled
+def chunk(method, pb, state, k, code, until):
+    """Iterations k .. until of a loop state (a chunk of an eager run)."""
+    k, state, code = iterate(method, pb, state, k, code, until)
+    return state, k, code
+
+
+def chunk_summary(method, pb, state, k, code, until, final=None, report=None):
+    """A chunk, and the summary when the run ends here (done, or k reached ``final``) or when
+    ``report`` asks for progress; otherwise a placeholder (a summary costs a certificate).
+    Without ``final`` and ``report`` (batches over lanes), always the summary."""
+    k, state, code = iterate(method, pb, state, k, code, until)
+    if final is None or report is None:
+        return state, k, code, summarize(method, pb, state, k, code)
+    need = report | (code != RUNNING) | (k >= final)
+    full = lambda: summarize(method, pb, state, k, code)  # noqa: E731
+    empty = lambda: jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(full))  # noqa: E731
+    return state, k, code, lax.cond(need, full, empty)
+
+
+def summary(method, pb, state, k, code):
+    """``summarize`` with the argument order of the chunks."""
+    return summarize(method, pb, state, k, code)
+

@@ -1,0 +1,535 @@
+"""One plan for every entry point: what to solve, validated, and how to run it.
+
+Every entry point (``solve`` with one C or a grid, ``path``, ``solve_multiclass`` one-vs-rest and
+one-vs-one, the ranking SVMs, the estimators and the command line through them, and a solve traced
+inside a user's ``jit`` / ``vmap`` / ``grad``) builds a ``Plan`` here, hands it to the one stage
+runner (``svmopt.stages.run``) and turns what comes back into a Result (``svmopt.finish``). A plan
+holds:
+
+* the validated data as an operator, the targets and their mapping back (``classes``),
+* the ``Problem`` (its batched leaves carry a leading axis of ``size``: C for a grid, the labels
+  for one-vs-rest, the data for one-vs-one; ``axes`` marks them),
+* the method, or auto's first method and its ``Handover`` (``svmopt.solvers.auto``),
+* the start, the iteration cap, row buckets, devices and the batch mode.
+
+Targets are mapped in one step (``targets``): two labels to -1/+1 (the larger is +1), K labels to K
+one-vs-rest rows, ordered ranks to codes. Nothing else in the plan assumes labels in {-1, +1}.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+import jax
+import jax.numpy as jnp
+
+from . import driver, sharding
+from .checks import (as_matrix, check_bool, check_C, check_choice, check_devices, check_finite_X, check_int,
+                     check_labels, check_number, check_verbose, check_weights, check_width, concrete, is_operator,
+                     resolve_dtype)
+from .kernels import Kernel
+from .losses import Loss
+from .operators import as_operator
+from .problem import Problem
+from .regularizers import Regularizer
+from .result import Result
+from .solvers.auto import Auto, auto
+from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
+
+__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "one_vs_one", "ordinal", "traced",
+           "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
+
+
+@dataclasses.dataclass
+class Plan:
+    """A validated problem (or batch of problems) and how to run it (module docstring)."""
+
+    pb: Problem
+    method: Method
+    start: Start
+    max_iter: int
+    handover: Any = None  # svmopt.solvers.auto.Handover, or None
+    axes: Any = None  # vmap axes of pb's batched leaves (a Problem of 0 / None); None: one problem
+    size: int = 1
+    labels: tuple = ()  # a name per problem, for progress lines and notes
+    n: int = 0  # the user's rows (pb.n is a bucket >= n)
+    classes: Any = None
+    intercept_scaling: float | None = None
+    C: Any = 1.0  # as the Result reports it
+    why: str | None = None  # auto's reason
+    devices: Any = None
+    batch: str = "auto"
+    traced: bool = False
+    X: Any = None  # the user's X, where a kernel model keeps support vectors from it
+    task: str = "binary"  # binary | grid | ovr | ovo | ordinal
+    extra: dict = dataclasses.field(default_factory=dict)  # what a task's finish needs (pairs, Y, ...)
+
+    def problem(self, k: int) -> Problem:
+        """The k-th problem of a batch (the plan's problem when it holds one)."""
+        return self.pb if self.axes is None else driver.take(self.pb, self.axes, k)
+
+
+# ---------------------------------------------------------------------------------- arguments
+def configure(method, tol, method_params) -> Method | Auto:
+    """``method`` (a solver, its name "auto", or auto) with ``tol`` and extra keywords applied."""
+    if isinstance(method, str) and method == "auto":
+        method = auto
+    if isinstance(method, Auto):
+        if method_params:
+            raise TypeError(f"method='auto' takes only tol; {sorted(method_params)} are parameters of a specific "
+                            "method: pass it, e.g. method=svmopt.solvers.alm(rho=1.1)")
+        return method if tol is None else method(tol=_tol(tol))
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be an svmopt solver (e.g. svmopt.solvers.alm) or 'auto', got {method!r:.60}")
+    if tol is not None:
+        method_params = {**method_params, "tol": _tol(tol)}
+    method = method(**method_params) if method_params else method
+    _tol(method.tol)
+    return method
+
+
+def _tol(t):
+    c = concrete(t)
+    if c is not None and not (np.ndim(c) == 0 and not isinstance(c, (bool, np.bool_, str))
+                              and np.issubdtype(np.asarray(c).dtype, np.number) and 0 < float(c) < 1):
+        raise (TypeError if isinstance(c, str) else ValueError)(
+            f"tol (the relative duality gap to certify) must be a number in (0, 1), got {t!r}")
+    return t
+
+
+def check_run_args(*, history=False, record_every=1, verbose=False, throw=False, fit_intercept=True,
+                   intercept_scaling=None, layout="auto", bucket=True, max_iter=None, batch="auto", devices=None):
+    """The switches every entry point takes, checked once (their values come back normalized)."""
+    check_bool(history, "history")
+    check_bool(throw, "throw")
+    check_bool(fit_intercept, "fit_intercept")
+    check_bool(bucket, "bucket")
+    check_choice(layout, "layout", ("auto", "sparse", "dense"))
+    check_choice(batch, "batch", ("auto", "loop", "vmap"))
+    check_number(intercept_scaling, "intercept_scaling", low=0, allow_none=True)
+    return dict(record_every=check_int(record_every, "record_every"), verbose=check_verbose(verbose),
+                max_iter=check_int(max_iter, "max_iter", allow_none=True), devices=check_devices(devices))
+
+
+# ---------------------------------------------------------------------------------- targets
+def targets(y, n: int, task: str):
+    """(coded targets, classes): task "binary" -> (n,) in {-1, +1}, the larger label +1; "ovr" ->
+    (K, n), row k "class k against the rest"; "ordinal" -> (n,) rank codes 0..R-1."""
+    if task == "ordinal":
+        ranks = np.asarray(y)
+        if ranks.ndim != 1:
+            raise ValueError(f"ranks must be 1-D with one label per row, got shape {ranks.shape}")
+        if ranks.shape[0] != n:
+            raise ValueError(f"shape mismatch: X has {n} rows but ranks has {ranks.shape[0]} labels")
+        if not np.issubdtype(ranks.dtype, np.number):
+            raise TypeError(f"ranks must be numeric (ordered), got dtype {ranks.dtype}")
+        if not np.all(np.isfinite(ranks)):
+            raise ValueError(f"ranks contain NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(ranks))[0])})")
+        values, codes = np.unique(ranks, return_inverse=True)
+        if values.size < 2:
+            raise ValueError(f"ranks have a single value ({values[0]!r}): there is no ordered pair to learn from")
+        return codes.astype(np.float64), values
+    y, classes = check_labels(y, n, "a binary SVM" if task == "binary" else "a classifier")
+    if task == "binary":
+        if classes.size > 2:
+            raise ValueError(f"y has {classes.size} classes; solve() is binary — use svmopt.solve_multiclass "
+                             "(one-vs-rest) for more than two")
+        return np.where(y == classes[1], 1.0, -1.0), classes
+    return np.where(y[None, :] == classes[:, None], 1.0, -1.0), classes
+
+
+def label_name(c) -> str:
+    """A class label for progress lines and notes: 3.0 reads as 3."""
+    if isinstance(c, (float, np.floating)) and float(c).is_integer():
+        return str(int(c))
+    return str(c)
+
+
+# ---------------------------------------------------------------------------------- the problem
+BUCKETS_PER_OCTAVE = 16  # padding adds at most 1/16 = 6.25% rows
+
+
+def bucket_rows(n: int) -> int:
+    """The smallest bucket >= n: 16 sizes per power of two (exact below 64)."""
+    if n <= 64:
+        return n
+    step = 1 << max(0, n.bit_length() - 1 - 4)  # 2^(floor(log2 n) - 4)
+    return -(-n // step) * step
+
+
+def _cast(tree, dt):
+    def conv(a):
+        a = jnp.asarray(a)
+        return a.astype(dt) if jnp.issubdtype(a.dtype, jnp.floating) else a
+    return jax.tree_util.tree_map(conv, tree)
+
+
+def _to_device(x, dt):
+    """``jnp.asarray(x, dt)``; host data is converted on the host and transferred (converting on
+    the device compiles a program per shape: a new process pays that at its first solve)."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return jnp.asarray(x, dt)
+    return jax.device_put(np.asarray(x, dtype=dt))
+
+
+def build_problem(op, y, s, C, loss, reg, fit_intercept, dt) -> Problem:
+    """The Problem of an operator, coded targets, weights and C (every leaf in ``dt``)."""
+    if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
+        kappa = op.row_inf_norms()
+        loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
+    parts = (y, s, C)
+    if not any(isinstance(x, (jax.Array, jax.core.Tracer)) for x in parts):  # host data: one transfer
+        y, s, C = jax.device_put([np.asarray(x, dtype=dt) for x in parts])
+    return Problem(op=op, y=_to_device(y, dt), s=_to_device(s, dt), C=_to_device(C, dt),
+                   loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
+
+
+def _pieces(loss, reg):
+    if not isinstance(loss, Loss):
+        raise TypeError(f"loss must be an svmopt Loss (e.g. svmopt.losses.hinge), got {loss!r:.60}; "
+                        "wrap a plain function with svmopt.losses.from_function")
+    if not isinstance(reg, Regularizer):
+        raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r:.60}")
+
+
+def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype, layout, bucket):
+    """(Problem with the first problem's targets, all targets, classes, C array, n): validated."""
+    _pieces(loss, reg)
+    if sharding.is_sharded(X):  # rows spread over devices: checked and coded where they live
+        return _sharded_data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                             intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
+    dt = resolve_dtype(dtype)
+    X = as_matrix(X)
+    n = X.shape[0]
+    if n == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    if isinstance(X, jax.Array):  # (host X: as_operator checks while it builds the operator)
+        check_finite_X(X, dt)
+    coded, classes = targets(y, n, task)
+    C_arr = check_C(C, dt)
+    s = check_weights(sample_weight, n)
+    if task == "binary":
+        for label, sign in ((classes[0], -1.0), (classes[1], 1.0)):
+            if not np.any(s[coded == sign] > 0):  # a one-class problem: P* = 0, no gap can certify it
+                label = label.item() if isinstance(label, np.generic) else label
+                raise ValueError(f"sample_weight is zero on every row of class {label!r}: only one class has "
+                                 "weight, and a classifier needs two")
+    if np.max(C_arr) * np.max(s) > float(np.finfo(np.dtype(dt)).max) / 1e3:  # the same margin as check_C
+        raise ValueError(f"C * sample_weight reaches {np.max(C_arr) * np.max(s):g}, beyond what "
+                         f"{np.dtype(dt).name} can solve with; use dtype=float64 or smaller weights")
+    if intercept_scaling is not None:
+        fit_intercept = False
+    check_width(X.shape[1] + (intercept_scaling is not None), dt)
+    bucketed = bucket and not is_operator(X)
+    rows = bucket_rows(n) if bucketed else n
+    pad = rows - n
+    if pad:  # zero-weight rows (exact: every solver treats weight 0 as absent); X's zero rows below
+        coded = np.concatenate([coded, np.ones(coded.shape[:-1] + (pad,))], axis=-1)
+        s = np.concatenate([s, np.zeros(pad)])
+    op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
+                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=pad, rows=rows)
+    first = coded if coded.ndim == 1 else coded[0]
+    pb = build_problem(op, first, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
+    return pb, coded, classes, C_arr, n
+
+
+def _sharded_data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype):
+    if task not in ("binary", "ovr"):
+        raise ValueError(f"row-sharded X serves linear binary and one-vs-rest solves, not {task}")
+    dt = resolve_dtype(dtype)
+    op, yv, s, classes = sharding.rows_and_labels(X, y, sample_weight, dt)
+    if task == "binary" and classes.size != 2:
+        what = "only one class" if classes.size < 2 else f"{classes.size} classes"
+        raise ValueError(f"y has {what}; solve() is binary"
+                         + (" — use svmopt.solve_multiclass (one-vs-rest) for more than two" if classes.size > 2
+                            else ""))
+    if classes.size < 2:
+        raise ValueError("y has only one class; a classifier needs two")
+    C_arr = check_C(C, dt)
+    if intercept_scaling is not None:
+        op, fit_intercept = op.with_column(float(intercept_scaling)), False
+    coded = sharding.encode(yv, classes[1], dt) if task == "binary" else sharding.one_vs_rest(yv, classes, dt, op)
+    first = coded if task == "binary" else coded[0]
+    pb = build_problem(op, first, s, jnp.asarray(C_arr.ravel()[0], dt), loss, reg, fit_intercept, dt)
+    return pb, coded, classes, C_arr, op.shape[0]
+
+
+def prepare(X, y, *, loss, reg, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None, dtype=None,
+            layout="auto", bucket: bool = True):
+    """(Problem, classes, C array) of a binary problem, validated as ``solve`` validates it: for
+    calling a method's ``init`` / ``step`` by hand. The Problem may have more rows than X (a row
+    bucket, ``bucket=True``); the extra rows weigh 0."""
+    pb, _, classes, C_arr, _ = _data(X, y, "binary", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                     layout=layout, bucket=bucket)
+    return pb, classes, C_arr
+
+
+# ---------------------------------------------------------------------------------- method and start
+def choose(method, pb: Problem, kernel=None):
+    """(method to run, hand-over or None, why): ``auto`` picks one for this problem
+    (``svmopt.solvers.auto``); any other method runs as given."""
+    if not isinstance(method, Auto):
+        return method, None, None
+    probe = pb if kernel is None else pb.replace(kernel=_cast(kernel, pb.dtype))
+    chosen, why = method.choose(probe)
+    return chosen, method.handover(probe, chosen), why
+
+
+def bind(pb: Problem, method: Method, kernel, max_iter):
+    """Attach a kernel, let the method validate the problem, resolve max_iter."""
+    if kernel is not None:
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r:.60}")
+        if not getattr(method, "supports_kernel", False):
+            raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
+        pb = pb.replace(kernel=_cast(kernel, pb.dtype))
+    method.validate(pb)
+    if max_iter is None:
+        max_iter = method.default_max_iter(pb)
+    mi = concrete(max_iter)
+    if mi is not None and not (isinstance(mi, (int, np.integer)) and not isinstance(mi, bool) and mi >= 1):
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    return pb, (int(mi) if mi is not None else max_iter)
+
+
+def batch_axes(pb: Problem, **batched):
+    """vmap in_axes for a Problem: 0 for the named fields, None elsewhere."""
+    none = jax.tree_util.tree_map(lambda _: None, pb)
+    return none.replace(**batched)
+
+
+def make_start(init, method: Method, pb: Problem, intercept_scaling=None, n_user=None) -> Start:
+    """A ``Start`` from ``init``: None, an earlier Result, (w, b), or {"w", "b", "alpha"}.
+
+    A Result of the same method on a problem of the same shape resumes exactly (its carried
+    state); otherwise its w, b and dual alpha are a warm start.
+    """
+    cold = driver.cold_start(method, pb)
+    if init is None:
+        return cold
+    dt = pb.dtype
+    if isinstance(init, Result):
+        st = init.state
+        if st is not None and init.method == method.name and _same_shapes(st, cold):
+            return Start(*(_cast(v, dt) for v in st[:3]), jnp.asarray(st.level | RESUME, jnp.int32),
+                         _cast(st.aux, dt))
+        alpha = init.extras.get("alpha") if isinstance(init.extras, dict) else None
+        init = {"w": init.w, "b": init.b, "alpha": alpha}
+    if isinstance(init, tuple) and len(init) == 2:
+        init = {"w": init[0], "b": init[1]}
+    if not isinstance(init, dict):
+        raise TypeError("init must be a Result, a (w, b) pair or a dict with 'w', 'b' and/or 'alpha', "
+                        f"got {type(init).__name__}")
+    unknown = set(init) - {"w", "b", "alpha"}
+    if unknown:
+        raise TypeError(f"init has unknown keys {sorted(unknown)}; it takes 'w', 'b', 'alpha'")
+    w, b, alpha, level = cold.w, cold.b, cold.alpha, 0
+    if init.get("w") is not None:
+        wv = jnp.asarray(init["w"], dt).ravel()
+        bv = jnp.asarray(0.0 if init.get("b") is None else init["b"], dt).reshape(())
+        d_user = pb.d - (1 if intercept_scaling is not None else 0)
+        if pb.kernel is None and wv.shape[0] != d_user:
+            raise ValueError(f"init w has {wv.shape[0]} entries; the problem has {d_user} features")
+        if intercept_scaling is not None:
+            wv, bv = jnp.concatenate([wv, (bv / intercept_scaling)[None]]), jnp.zeros((), dt)
+        if pb.kernel is None:
+            w, b, level = wv, bv, level | PRIMAL
+    if init.get("alpha") is not None:
+        a = jnp.asarray(init["alpha"], dt).ravel()
+        if a.shape[0] not in (pb.n, n_user):
+            raise ValueError(f"init alpha has {a.shape[0]} entries; the problem has {n_user or pb.n} rows")
+        alpha = jnp.zeros((pb.n,), dt).at[: a.shape[0]].set(a) * (pb.s > 0)
+        level |= DUAL
+    return Start(w, b, alpha, jnp.asarray(level, jnp.int32), cold.aux)
+
+
+def _same_shapes(a, b) -> bool:
+    la, ta = jax.tree_util.tree_flatten(a)
+    lb, tb = jax.tree_util.tree_flatten(b)
+    return ta == tb and all(np.shape(x) == np.shape(z) for x, z in zip(la, lb))
+
+
+def _broadcast(start: Start, size: int) -> Start:
+    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (size,) + jnp.shape(a)), start)
+
+
+def _ready(method, pb, kernel, max_iter, *, allow_handover: bool):
+    """(problem with its kernel, canonical method, hand-over, why, cap) for a configured method."""
+    chosen, handover, why = choose(method, pb, kernel)
+    if not allow_handover or max_iter is not None:  # a caller's max_iter keeps the first method alone
+        handover = None
+    pb, cap = bind(pb, chosen, kernel, max_iter)
+    return pb, chosen.canonical(pb.dtype), handover, why, cap
+
+
+# ---------------------------------------------------------------------------------- plans
+def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
+           max_iter=None, dtype=None, layout="auto", bucket=True, kernel=None, init=None, devices=None,
+           batch="auto") -> Plan:
+    """One binary problem, or a grid over C (``C`` 1-D): the plan of ``svmopt.solve``."""
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if devices is not None and np.ndim(C) == 0 and kernel is None:  # one problem: its rows over the devices
+        X, y, sample_weight = sharding.shard_rows(X, y, np.ones(n) if sample_weight is None else sample_weight,
+                                                  devices=devices, dtype=dtype)
+    pb, _, classes, C_arr, n = _data(X, y, "binary", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                     layout=layout, bucket=bucket and kernel is None)
+    pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True)
+    common = dict(n=n, classes=classes, intercept_scaling=intercept_scaling, why=why, handover=handover,
+                  devices=devices, batch=batch, X=X if kernel is not None else None)
+    if C_arr.ndim == 0:
+        start = make_start(init, method, pb, intercept_scaling, n)
+        return Plan(pb, method, start, cap, C=C, labels=("",), **common)
+    start = make_start(init, method, pb, intercept_scaling, n)
+    grid = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
+    return Plan(grid, method, _broadcast(start, C_arr.size), cap, axes=batch_axes(pb, C=0), size=C_arr.size,
+                labels=tuple(f"C={c:g}" for c in C_arr), C=C_arr, task="grid", **common)
+
+
+def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
+                max_iter=None, dtype=None, layout="auto", kernel=None, devices=None, batch="auto") -> Plan:
+    """K problems "class k against the rest" sharing X, s and C: the labels are the batched leaf."""
+    if np.ndim(C) != 0:
+        raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
+                         "loop over C or use svmopt.solve for a binary grid")
+    if kernel is not None and sharding.is_sharded(X):
+        raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
+    pb, Y, classes, _, n = _data(X, y, "ovr", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                 layout=layout, bucket=kernel is None)
+    pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter,
+                                            allow_handover=not sharding.is_sharded(X))
+    K = len(classes)
+    start = make_start(None, method, pb)
+    batched = pb.replace(y=Y if isinstance(Y, jax.Array) else jnp.asarray(Y, pb.dtype))
+    return Plan(batched, method, _broadcast(start, K), cap, handover=handover, axes=batch_axes(pb, y=0), size=K,
+                labels=tuple(label_name(c) for c in classes), n=n, classes=classes,
+                intercept_scaling=intercept_scaling, C=C, why=why, devices=devices, batch=batch,
+                X=X if kernel is not None else None, task="ovr", extra=dict(Y=Y))
+
+
+def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None, dtype=None, batch="auto",
+               devices=None) -> Plan:
+    """LIBSVM's one-vs-one kernel SVM: a problem per pair of classes on its rows, padded to one size
+    (padding rows weigh 0), the data the batched leaf."""
+    from .losses import hinge
+    from .regularizers import l2
+
+    if not isinstance(method, Method) or not getattr(method, "supports_kernel", False):
+        raise TypeError(f"method must be a kernel solver such as svmopt.solvers.alfpgm, got {method!r:.60}")
+    X = as_matrix(X)
+    n, d = X.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    check_finite_X(X)
+    y, classes = check_labels(y, n, "one-vs-one")
+    C_arr = check_C(C)
+    if C_arr.ndim != 0:
+        raise ValueError(f"C must be a finite scalar > 0, got {C!r}")
+    s = check_weights(sample_weight, n)
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r:.60}")
+    x64 = jax.config.jax_enable_x64
+    dt = resolve_dtype(dtype if dtype is not None else (jnp.float64 if x64 and X.dtype == np.float64 else None))
+    pairs = np.array([(i, j) for i in range(classes.size) for j in range(i + 1, classes.size)],
+                     dtype=np.int64).reshape(-1, 2)
+    members = [np.flatnonzero(y == c) for c in classes]
+    rows = [np.sort(np.concatenate([members[i], members[j]])) for i, j in pairs]  # the data's own order
+    n_max, P = max(r.size for r in rows), len(rows)
+    if batch == "vmap":  # the method's cache budget is the whole batch's
+        full = n_max * n_max * jnp.dtype(dt).itemsize / 2**20
+        method = method(cache_size=float(min(method.cache_size / P, full + 1e-6 * full + 1.0)))
+    dense = (lambda A: A.toarray()) if sp.issparse(X) else np.asarray
+    Xs, Ys, Ss = np.zeros((P, n_max, d)), np.ones((P, n_max)), np.zeros((P, n_max))
+    for p, ((i, j), r) in enumerate(zip(pairs, rows)):
+        Xs[p, :r.size] = dense(X[r])
+        Ys[p, :r.size] = np.where(y[r] == classes[i], 1.0, -1.0)
+        Ss[p, :r.size] = s[r]
+
+    def problem(Xp, Yp, Sp):
+        return Problem(op=as_operator(jnp.asarray(Xp, dt), dt), y=jnp.asarray(Yp, dt), s=jnp.asarray(Sp, dt),
+                       C=jnp.asarray(float(C_arr), dt), loss=_cast(hinge, dt), reg=_cast(l2, dt), fit_intercept=True,
+                       kernel=_cast(kernel, dt))
+
+    one = problem(Xs[0], Ys[0], Ss[0])
+    method.validate(one)
+    cap = method.default_max_iter(one) if max_iter is None else max_iter
+    method = method.canonical(dt)
+    pb = problem(Xs, Ys, Ss)
+    axes = batch_axes(pb, op=jax.tree_util.tree_map(lambda _: 0, pb.op), y=0, s=0)
+    return Plan(pb, method, _broadcast(driver.cold_start(method, one), P), int(cap), axes=axes, size=P,
+                labels=tuple(f"{label_name(classes[i])}/{label_name(classes[j])}" for i, j in pairs), n=n,
+                classes=classes, C=float(C_arr), devices=devices, batch=batch, X=X, task="ovo",
+                extra=dict(pairs=pairs, rows=rows, Ys=Ys))
+
+
+def ordinal(X, ranks, *, method, C=1.0, max_iter=None, dtype=None, layout="auto", binary_labels=False) -> Plan:
+    """The ranking SVM of OP4 (``svmopt.ranking``): ordered ranks coded 0..R-1, no intercept."""
+    from .losses import hinge
+    from .regularizers import l2
+
+    X = as_matrix(X)
+    n = X.shape[0]
+    if n == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    if binary_labels:  # the ROC-area SVM: two labels, the larger ranks higher
+        k = np.unique(np.asarray(ranks)).size if np.asarray(ranks).ndim == 1 else 0
+        if k > 2:
+            raise ValueError(f"ROC-area optimization needs exactly two labels, y has {k}; "
+                             "use solve_ordinal for more ordered ranks")
+        coded, values = targets(ranks, n, "binary")
+        coded = (coded > 0).astype(np.float64)
+    else:
+        coded, values = targets(ranks, n, "ordinal")
+    C_arr = check_C(C)
+    if C_arr.ndim != 0:
+        raise ValueError(f"ranking solves take a scalar C, got shape {C_arr.shape}")
+    dt = resolve_dtype(dtype)
+    check_finite_X(X, dt)
+    op = as_operator(X, dt, layout=layout)
+    pb = build_problem(op, coded, np.ones(n), float(C_arr), hinge, l2, False, dt)
+    method = method(n_ranks=int(values.size))
+    pb, cap = bind(pb, method, None, max_iter)
+    method = method.canonical(dt)
+    return Plan(pb, method, make_start(None, method, pb), cap, labels=("",), n=n, classes=values, C=C,
+                task="ordinal", extra=dict(codes=coded))
+
+
+def traced(X, y, *, loss, reg, method, C, fit_intercept, intercept_scaling, sample_weight, max_iter, dtype,
+           kernel, init) -> Plan:
+    """The plan of a solve inside a user's jit / vmap / grad: value checks that need concrete numbers
+    are skipped; labels must be two numbers (the larger is +1); C may be a 1-D grid (vmapped)."""
+    _pieces(loss, reg)
+    if kernel is not None:
+        raise TypeError("a kernel solve cannot run inside jax.jit / jax.vmap / jax.grad (traced X, y, C, sample "
+                        "weights or kernel parameters): its support vectors are picked on the host from the "
+                        "solution; call it eagerly, or trace a linear model (kernel=None)")
+    if sp.issparse(X):
+        raise TypeError("scipy.sparse X cannot enter a traced solve; pass svmopt.operators.as_operator(X) "
+                        "(a pytree) or a dense jax array")
+    dt = resolve_dtype(dtype)  # float32 unless asked, as in eager calls
+    y = jnp.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
+    hi, lo = jnp.max(y), jnp.min(y)
+    n = y.shape[0]
+    s = jnp.ones((n,), dt) if sample_weight is None else jnp.asarray(sample_weight, dt)
+    if intercept_scaling is not None:
+        fit_intercept = False
+    op = X if is_operator(X) else as_operator(jnp.asarray(X, dt), dt, bias_scale=intercept_scaling)
+    C = jnp.asarray(C, dt)
+    if C.ndim > 1:
+        raise ValueError(f"C must be a scalar or 1-D, got shape {C.shape}")
+    pb = build_problem(op, jnp.where(y == hi, 1.0, -1.0).astype(dt), s, C if C.ndim == 0 else C[0], loss, reg,
+                       fit_intercept, dt)
+    method, _, _ = choose(method, pb)
+    pb, cap = bind(pb, method, None, max_iter)
+    method = method.canonical(dt)
+    start = make_start(init, method, pb, intercept_scaling, n)
+    return Plan(pb if C.ndim == 0 else pb.replace(C=C), method, start, cap, n=n, classes=jnp.stack([lo, hi]),
+                intercept_scaling=intercept_scaling, C=C, traced=True,
+                axes=None if C.ndim == 0 else batch_axes(pb, C=0), size=1 if C.ndim == 0 else int(C.shape[0]))

@@ -1,0 +1,250 @@
+"""The one stage runner: a plan's method, then auto's hand-over where it did not certify.
+
+A single solve is a batch of one, so single solves, C grids, paths and one-vs-rest follow one rule
+(``svmopt.solvers.auto.Handover``), problem by problem:
+
+1. the plan's method runs every problem to ``check`` iterations (the plan's cap without a hand-over);
+2. a problem stopped at that cap (MAX_ITER) whose relative gap is within ``go_on`` resumes exactly
+   (its carried state) to ``cap`` iterations in all;
+3. a problem whose status is in ``when`` goes on with the next method, from the first one's point
+   (w, b, alpha) where its gap is within ``warm_within``, else from zero; the new result replaces
+   the first one's unless it ends uncertified with a larger gap (the smaller gap stays).
+
+Gaps are compared as |P - D| / |P|. What ran is recorded per problem (``Outcome.stages``); the
+timings add up every stage and the histories follow on from one another. A traced plan (inside a
+user's jit / vmap / grad) runs inline, with no hand-over, its solution made differentiable by
+``svmopt.implicit``.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from . import driver, implicit
+from .plan import Plan
+from .problem import relative_gap
+from .result import Status
+from .solvers.base import DUAL, PRIMAL, RESUME
+
+__all__ = ["Outcome", "run"]
+
+
+class Outcome(NamedTuple):
+    """What a plan's run produced, before it becomes a Result (``svmopt.finish``)."""
+
+    summary: Any  # driver.Summary; a leading problem axis when the plan is a batch
+    history: Any  # a table (one problem), a list of tables (a batch), or None
+    timings: dict  # compile and run seconds of every stage (and the batch's lanes)
+    stages: list  # per problem: [dict(method, status, iterations, relative_gap[, compile, run]), ...]
+    method: str  # the method that ran ("dual_cd"), the next one where it took over every problem, or both
+    note: str | None  # why and what happened, for Result.extras["auto"]
+    handed: dict  # batches: {label: what happened} for each problem the next method took over
+
+
+def _rel(s) -> float:
+    return abs(float(relative_gap(float(s.primal), float(s.dual))))
+
+
+def _record(s, method, t=None) -> dict:
+    rec = dict(method=method.name, status=Status(int(s.status)), iterations=int(s.iterations), relative_gap=_rel(s))
+    if t is not None:
+        rec.update(compile=t["compile"], run=t["run"])
+    return rec
+
+
+def _subset(tree, axes, idx):
+    return jax.tree_util.tree_map(lambda a, ax: a if ax is None else a[np.asarray(idx)], tree, axes,
+                                  is_leaf=lambda x: x is None)
+
+
+def _execute(plan: Plan, method, idx, starts, cap, *, history, record_every, verbose):
+    """Run ``method`` on problems ``idx`` of the plan (all when None) from ``starts``: (list of
+    per-problem summaries or the stacked one, histories, timings)."""
+    if plan.axes is None:
+        label = f"[{plan.labels[0]}] " if plan.labels and plan.labels[0] else ""
+        s, h, t = driver.run(method, plan.pb, starts, max_iter=cap, history=history, record_every=record_every,
+                             verbose=verbose, label=label)
+        return [s], [h], t
+    pb = plan.pb if idx is None else _subset(plan.pb, plan.axes, idx)
+    size = plan.size if idx is None else len(idx)
+    labels = list(plan.labels) if idx is None else [plan.labels[k] for k in idx]
+    out, t = driver.run_batch(method, pb, plan.axes, starts, size=size, max_iter=cap, mode=plan.batch,
+                              devices=plan.devices, verbose=verbose, labels=labels, history=history,
+                              record_every=record_every)
+    hists = t.pop("history", None)
+    return out, (hists if hists is not None else [None] * size), t
+
+
+def _rows(out, size):
+    """The stacked summary of a batch as per-problem summaries (host arrays)."""
+    host = jax.tree_util.tree_map(np.asarray, out)
+    return [jax.tree_util.tree_map(lambda a, k=k: a[k], host) for k in range(size)]
+
+
+def _stack(rows):
+    return jax.tree_util.tree_map(lambda *a: np.stack(a), *rows)
+
+
+def _join_histories(hists, iterations):
+    """One history table from the stages': each stage's iterations and times offset by the ones before."""
+    out, it0, t0 = {}, 0, 0.0
+    for h, k in zip(hists, iterations):
+        if not h:
+            continue
+        part = dict(h)
+        part["iteration"] = np.asarray(h["iteration"]) + it0
+        if "time" in part:
+            part["time"] = np.asarray(h["time"]) + t0
+            t0 = float(part["time"][-1]) if len(part["time"]) else t0
+        for key, v in part.items():
+            out[key] = np.concatenate([out[key], np.asarray(v)]) if key in out else np.asarray(v)
+        it0 += int(k)
+    return out or None
+
+
+def _add(timings, t):
+    timings["compile"] += t["compile"]
+    timings["run"] += t["run"]
+
+
+def _starts(rows_of_starts, single: bool):
+    if single:
+        return rows_of_starts[0]
+    return jax.tree_util.tree_map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]), *rows_of_starts)
+
+
+def run(plan: Plan, *, history: bool = False, record_every: int = 1, verbose=False) -> Outcome:
+    """Run the plan: its method, and auto's hand-over problem by problem (module docstring)."""
+    if plan.traced:
+        return _inline(plan)
+    method, ho = plan.method, plan.handover
+    kw = dict(history=history, record_every=record_every, verbose=verbose)
+    single = plan.axes is None
+    first_cap = plan.max_iter if ho is None else min(plan.max_iter, ho.check)
+    out, hists, timings = _execute(plan, method, None, plan.start, first_cap, **kw)
+    timings = dict(timings)
+    if ho is None:
+        summary = out[0] if single else out
+        stages = [[_record(summary, method, timings)]] if single else []
+        hist = hists[0] if single else (hists if history else None)
+        return Outcome(summary, hist, timings, stages, method.name, plan.why, {})
+
+    rows = out if single else _rows(out, plan.size)
+    stages = [[_record(r, method, timings if single else None)] for r in rows]
+    hists = list(hists)
+    passes = [int(r.iterations) for r in rows]
+    first_rel = [_rel(r) for r in rows]
+
+    # 2. the same method resumed exactly where the gap at ``check`` is within go_on
+    go = [k for k, r in enumerate(rows) if int(r.status) == Status.MAX_ITER and first_rel[k] <= ho.go_on
+          and ho.cap > ho.check]
+    if go:
+        starts = [r.state._replace(level=jnp.asarray(np.asarray(r.state.level) | RESUME, jnp.int32))
+                  for r in (rows[k] for k in go)]
+        more, mh, t = _execute(plan, method, None if single else go, _starts(starts, single), ho.cap - ho.check, **kw)
+        _add(timings, t)
+        more = more if single else _rows(more, len(go))
+        for j, k in enumerate(go):
+            stages[k].append(_record(more[j], method, t if single else None))
+            hists[k] = _join_histories([hists[k], mh[j]], [passes[k], int(more[j].iterations)])
+            passes[k] += int(more[j].iterations)
+            rows[k] = more[j]
+
+    # 3. the next method where the status says so
+    hand = [k for k, r in enumerate(rows) if int(r.status) in [int(v) for v in ho.when]]
+    handed, replaced, kept = {}, [], []
+    if hand:
+        nxt = ho.method.canonical(plan.pb.dtype)
+        starts = []
+        for k in hand:
+            pbk = plan.problem(k)
+            nxt.validate(pbk)
+            start = driver.cold_start(nxt, pbk)
+            if _rel(rows[k]) <= ho.warm_within:
+                r = rows[k]
+                alpha = jnp.asarray(r.extras["alpha"]) * (pbk.s > 0)
+                start = start._replace(w=jnp.asarray(r.w), b=jnp.asarray(r.b), alpha=alpha,
+                                       level=jnp.asarray(PRIMAL | DUAL, jnp.int32))
+            starts.append(start)
+        cap = nxt.default_max_iter(plan.problem(hand[0]))
+        new, nh, t = _execute(plan, nxt, None if single else hand, _starts(starts, single), cap, **kw)
+        _add(timings, t)
+        new = new if single else _rows(new, len(hand))
+        for j, k in enumerate(hand):
+            before = _rel(rows[k])
+            stages[k].append(_record(new[j], nxt, t if single else None))
+            handed[plan.labels[k]] = dict(index=int(k), passes=passes[k], relative_gap=before,
+                                          warm=before <= ho.warm_within, status=Status(int(new[j].status)),
+                                          iterations=int(new[j].iterations))
+            if int(new[j].status) != Status.CONVERGED and _rel(new[j]) > before:  # the smaller gap stays
+                handed[plan.labels[k]]["kept"] = method.name
+                kept.append(k)
+                continue
+            hists[k] = _join_histories([hists[k], nh[j]], [passes[k], int(new[j].iterations)])
+            replaced.append(k)
+            rows[k] = new[j]
+
+    if single:
+        summary, hist = rows[0], hists[0]
+        name = ho.method.name if replaced else method.name
+        note = _single_note(plan, method, ho, stages[0], passes[0], first_rel, hand, kept)
+    else:
+        summary, hist = _merge(rows, replaced, ho), (hists if history else None)
+        name = method.name if not replaced else (ho.method.name if len(replaced) == plan.size
+                                                 else f"{method.name}+{ho.method.name}")
+        note = plan.why
+        if handed:
+            what = {"grid": "grid points", "ovr": "classes", "path": "C values"}.get(plan.task, "problems")
+            unit = "passes" if method.name == "dual_cd" else "iterations"
+            note = (f"{plan.why}; {ho.label} took over the {what} {method.name} had not certified "
+                    f"(after {ho.check} {unit}, or {ho.cap} where the gap was within {ho.go_on:g})")
+    return Outcome(summary, hist, timings, stages, name, note, handed)
+
+
+def _merge(rows, replaced, ho):
+    """The stacked summary of a batch whose problems ``replaced`` another method finished: their
+    fields and dual point come from that method; the carried state mixes two methods then, so a later
+    ``init=`` warm-starts from (w, b, alpha) instead of resuming."""
+    if not replaced:
+        return _stack(rows)
+    fields = ("w", "b", "primal", "dual", "gap", "status", "iterations")
+    first = [k for k in range(len(rows)) if k not in replaced]
+    base = rows[first[0]] if first else rows[0]
+    out = {f: np.stack([np.asarray(getattr(r, f)) for r in rows]) for f in fields}
+    alpha = np.stack([np.asarray(r.extras["alpha"]) for r in rows])
+    extras = {key: np.stack([np.asarray(rows[k].extras[key]) if key in rows[k].extras
+                             else np.zeros_like(np.asarray(base.extras[key])) for k in range(len(rows))])
+              for key in base.extras if key != "alpha"
+              and all(key not in r.extras or np.shape(r.extras[key]) == np.shape(base.extras[key]) for r in rows)}
+    return base._replace(**out, extras={**extras, "alpha": alpha}, state=None)
+
+
+def _single_note(plan, method, ho, stages, passes, first_rel, hand, kept):
+    if not hand:
+        return plan.why
+    first = stages[-2]
+    unit = "passes" if method.name == "dual_cd" else "iterations"
+    how = "" if first["status"] == Status.MAX_ITER else f" ({first['status'].name})"
+    warm = first["relative_gap"] <= ho.warm_within
+    note = (f"{plan.why}; it had not certified after {passes} {unit}{how} (relative gap {first['relative_gap']:.2g}), "
+            f"so {ho.label} took over{' from its point' if warm else ' from zero'}")
+    if kept:
+        note += f", and ended at a larger gap ({stages[-1]['relative_gap']:.2g}): {method.name}'s result is kept"
+    return note
+
+
+def _inline(plan: Plan) -> Outcome:
+    """A traced plan: the whole solve inside the caller's trace (C vmapped for a grid)."""
+    pb, method, start = plan.pb, plan.method, plan.start
+
+    def one(C):
+        p = pb.replace(C=C)
+        out = driver.run_inline(method, jax.lax.stop_gradient(p), jax.lax.stop_gradient(start), plan.max_iter)
+        return implicit.attach(out, p)
+
+    out = one(pb.C) if plan.axes is None else jax.vmap(one)(pb.C)
+    return Outcome(out, None, {}, [], method.name, None, {})
