@@ -45,26 +45,23 @@ schema checked: names from closed sets, status codes, shapes consistent with eac
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import math
 import os
 import re
 import tempfile
-import zipfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from .io.archive import FORMAT, ModelFileError, check_members, check_size, digest as _digest, \
+    hasher as _hasher, open_archive, scan, small_member, tag as _tag
 from .result import Result, Status
 
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
 
-FORMAT = "svmopt-model"
-"""The header's "format" value."""
 VERSION = 1
 """The format version this svmopt writes (and the newest it reads)."""
 MAX_BYTES = 1 << 31
@@ -80,47 +77,11 @@ _KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degr
                   "sigmoid": ("coef0", "gamma")}
 _MAX_HEADER = 1 << 20  # JSON header bytes
 _MAX_DEPTH = 16  # JSON nesting (save_model writes 4)
-_MAX_NPY_HEADER = 4096  # a .npy member's own header (numpy writes 64 or 128 bytes)
-_MAX_DIRECTORY = 1 << 16  # zip central directory bytes (a dozen entries need ~1 KB)
-_CHUNK = 1 << 20
-
-
-class ModelFileError(ValueError):
-    """An unreadable, foreign, too new, tampered or corrupted model file; names the file."""
-
-    def __init__(self, path, reason: str):
-        super().__init__(f"model file '{path}': {reason}")
-        self.path, self.reason = str(path), reason
 
 
 def _version() -> str:
     from . import __version__
     return __version__
-
-
-# --------------------------------------------------------------------------- checksum
-
-
-def _hasher(key):
-    if key is None:
-        return hashlib.sha256()
-    return hmac.new(key.encode() if isinstance(key, str) else bytes(key), digestmod=hashlib.sha256)
-
-
-def _tag(name, dtype: str, shape) -> bytes:
-    # A 0-d array is tagged (1,): version 1 defined the payload with np.ascontiguousarray's shape.
-    return f"\n{name}|{dtype}|{tuple(shape) or (1,)}\n".encode()
-
-
-def _digest(header_bytes: bytes, arrays: dict, key) -> str:
-    """Hex SHA-256 (HMAC with ``key``) of the payload: header, then each array's tag and bytes."""
-    h = _hasher(key)
-    h.update(header_bytes)
-    for name in sorted(arrays):
-        a = np.asarray(arrays[name], order="C")
-        h.update(_tag(name, a.dtype.str, a.shape))
-        h.update(a.reshape(-1).view(np.uint8))
-    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- saving
@@ -243,9 +204,9 @@ def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
         f = open(path, "rb")
     except OSError as exc:
         raise ModelFileError(path, f"cannot read it ({exc.strerror or exc})") from None
-    with f, _open_archive(path, f) as zf:
-        members = _check_members(path, zf)
-        hb = _small_member(path, zf, members, "header", _MAX_HEADER)
+    with f, open_archive(path, f, len(_KINDS) + 2) as zf:
+        members = check_members(path, zf, _KINDS)
+        hb = small_member(path, zf, members, "header", _MAX_HEADER)
         header = _parse_header(path, hb)
         declared = _check_header(path, header, max_bytes)
         signed = header["mac"] == "hmac-sha256"
@@ -253,7 +214,7 @@ def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
             raise ModelFileError(path, "the file is signed (HMAC-SHA256): pass the key it was saved with")
         if key is not None and not signed:
             raise ModelFileError(path, "a key was given but the file is not signed; refusing it")
-        stored = _small_member(path, zf, members, "checksum", 64)
+        stored = small_member(path, zf, members, "checksum", 64)
         extra = sorted(set(members) - set(declared) - {"header", "checksum"})
         missing = sorted(set(declared) - set(members))
         if extra or missing:
@@ -261,177 +222,14 @@ def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
                 ([f"members {extra} are not in the header's list"] if extra else [])
                 + ([f"members {missing} listed in the header are missing"] if missing else [])))
         for name, (dtype, shape) in declared.items():
-            _check_size(path, members[name], dtype.itemsize * math.prod(shape), dtype, shape)
+            check_size(path, members[name], dtype.itemsize * math.prod(shape), dtype, shape)
         # Authenticate first, allocating nothing; then read, digesting again.
         for keep in (False, True):
-            digest, arrays = _scan(path, zf, members, declared, hb, key, keep)
+            digest, arrays = scan(path, zf, members, declared, hb, key, keep)
             if not hmac.compare_digest(stored, digest.encode()):
                 raise ModelFileError(path, "checksum mismatch: the file was tampered with or corrupted"
                                            + (" (or the key is wrong)" if signed else ""))
     return _to_result(path, header, _check_model(path, header, arrays))
-
-
-@contextmanager
-def _zip_errors(path):
-    """The zip and .npy layers' failures, whatever their type, mean a damaged file."""
-    try:
-        yield
-    except (ModelFileError, MemoryError):
-        raise
-    except Exception as exc:
-        raise ModelFileError(path, f"tampered or corrupted ({type(exc).__name__}: {exc})") from None
-
-
-def _open_archive(path, f) -> zipfile.ZipFile:
-    """The file as a ``ZipFile``, once its directory is known to be small."""
-    head = f.read(4)
-    if head != b"PK\x03\x04":
-        raise ModelFileError(path, f"not an svmopt model file (expected a '{FORMAT}' .npz archive)")
-    # zipfile reads the whole central directory and makes an object per entry: bound it first.
-    # It is found through the 22-byte end record (save_model writes no zip comment) and, for
-    # archives over 4 GiB, the zip64 record that a 20-byte locator before it points to.
-    size = f.seek(0, os.SEEK_END)
-    f.seek(max(size - 42, 0))
-    tail = f.read()
-    end = tail[-22:]
-    if len(end) < 22 or end[:4] != b"PK\x05\x06" or end[20:22] != b"\0\0":
-        raise ModelFileError(path, "tampered or corrupted (the file does not end with a zip end record; "
-                                   "save_model writes no zip comment)")
-    counts = [int.from_bytes(end[8:10], "little"), int.from_bytes(end[10:12], "little")]
-    cd_size = int.from_bytes(end[12:16], "little")
-    if tail[-42:-38] == b"PK\x06\x07":  # zip64 locator
-        f.seek(int.from_bytes(tail[-34:-26], "little"))
-        rec = f.read(56)
-        if rec[:4] == b"PK\x06\x06":
-            counts += [int.from_bytes(rec[24:32], "little"), int.from_bytes(rec[32:40], "little")]
-            cd_size = max(cd_size, int.from_bytes(rec[40:48], "little"))
-    if max(counts) > len(_KINDS) + 2 or cd_size > _MAX_DIRECTORY:
-        raise ModelFileError(path, f"tampered or corrupted (its zip directory lists {max(counts)} entries "
-                                   f"in {cd_size} bytes; a model has at most {len(_KINDS) + 2})")
-    f.seek(0)
-    with _zip_errors(path):
-        return zipfile.ZipFile(f)
-
-
-def _check_members(path, zf) -> dict:
-    """{array name: ZipInfo}: known names, once each, stored or deflated, not encrypted."""
-    infos = zf.infolist()
-    if "header.npy" not in [i.filename for i in infos]:
-        raise ModelFileError(path, f"not an svmopt model file (no header; expected a '{FORMAT}' archive)")
-    members = {}
-    for info in infos:
-        name = info.filename[:-4] if info.filename.endswith(".npy") else None
-        problem = None
-        if name not in _KINDS and name not in ("header", "checksum"):
-            problem = f"unexpected member '{info.filename}'"
-        elif name in members:
-            problem = f"member '{info.filename}' appears twice"
-        elif info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            problem = f"member '{info.filename}' uses zip compression method {info.compress_type}"
-        elif info.flag_bits & ~0x080E:  # allowed: deflate options, data descriptor, UTF-8 name
-            problem = f"member '{info.filename}' has zip flags {info.flag_bits:#x} (encrypted or unsupported)"
-        if problem:
-            raise ModelFileError(path, f"tampered or corrupted ({problem})")
-        members[name] = info
-    if "checksum" not in members:
-        raise ModelFileError(path, "tampered or corrupted (no checksum member)")
-    return members
-
-
-def _check_size(path, info, nbytes, dtype, shape):
-    """A member's declared uncompressed size: its data plus a .npy header of bounded length."""
-    if not nbytes + 10 <= info.file_size <= nbytes + _MAX_NPY_HEADER:
-        raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' declares "
-                                   f"{info.file_size} bytes; {dtype.str} {tuple(shape)} needs {nbytes} "
-                                   "plus a .npy header)")
-
-
-@contextmanager
-def _npy(path, zf, info):
-    """Open one member, read its .npy header; yields (stream at the data, dtype, shape).
-
-    The caller has bounded ``info.file_size``; here the .npy header must account for it exactly.
-    """
-    fmt = np.lib.format
-    with _zip_errors(path):
-        fp = zf.open(info)
-    with fp:
-        with _zip_errors(path):
-            version = fmt.read_magic(fp)
-            if version not in ((1, 0), (2, 0)):
-                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' is .npy "
-                                           f"version {version})")
-            # numpy reads a header of the length the file states before comparing it with
-            # max_header_size: look at that length first.
-            length = int.from_bytes(fp.read(2 if version == (1, 0) else 4), "little")
-            if length > _MAX_NPY_HEADER:
-                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' states a "
-                                           f".npy header of {length} bytes)")
-            fp.seek(0)
-            fmt.read_magic(fp)
-            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran, dtype = read(fp, max_header_size=_MAX_NPY_HEADER)
-            at = fp.tell()
-        if fortran or dtype.hasobject or at + dtype.itemsize * math.prod(shape) != info.file_size:
-            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}': .npy header "
-                                       f"{dtype.str} {shape}{' Fortran order' if fortran else ''} does not "
-                                       f"match its {info.file_size} bytes)")
-        yield fp, dtype, shape
-
-
-def _read_data(path, fp, info, nbytes, sink):
-    """Pass the member's ``nbytes`` data bytes to ``sink(offset, chunk)`` a chunk at a time
-    (zipfile checks the CRC as the last byte is read)."""
-    done = 0
-    while done < nbytes:
-        with _zip_errors(path):
-            chunk = fp.read(min(_CHUNK, nbytes - done))
-        if not chunk:
-            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' ends early)")
-        sink(done, chunk)
-        done += len(chunk)
-
-
-def _small_member(path, zf, members, name, limit) -> bytes:
-    """The bytes of the uint8 vector ``name`` (at most ``limit`` of them)."""
-    info = members[name]
-    if info.file_size > limit + _MAX_NPY_HEADER:
-        raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' declares {info.file_size} "
-                                   f"bytes; at most {limit} expected)")
-    with _npy(path, zf, info) as (fp, dtype, shape):
-        if dtype != np.uint8 or len(shape) != 1:
-            raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' is {dtype.str} {shape}, "
-                                       "expected a uint8 vector)")
-        parts = []
-        _read_data(path, fp, info, shape[0], lambda at, chunk: parts.append(chunk))
-    return b"".join(parts)
-
-
-def _scan(path, zf, members, declared, hb, key, keep):
-    """Digest the payload streaming the members; with ``keep``, also read the arrays."""
-    h = _hasher(key)
-    h.update(hb)
-    arrays = {}
-    for name in sorted(declared):
-        dtype, shape = declared[name]
-        h.update(_tag(name, dtype.str, shape))
-        info = members[name]
-        with _npy(path, zf, info) as (fp, got, got_shape):
-            if got.str != dtype.str or got_shape != shape:
-                raise ModelFileError(path, f"tampered or corrupted (member '{info.filename}' holds {got.str} "
-                                           f"{got_shape}, the header says {dtype.str} {shape})")
-            flat = None
-            if keep:
-                arrays[name] = np.empty(shape, dtype)
-                flat = arrays[name].reshape(-1).view(np.uint8)
-
-            def sink(at, chunk, flat=flat):
-                h.update(chunk)
-                if flat is not None:
-                    flat[at:at + len(chunk)] = np.frombuffer(chunk, np.uint8)
-
-            _read_data(path, fp, info, dtype.itemsize * math.prod(shape), sink)
-    return h.hexdigest(), arrays
 
 
 # --------------------------------------------------------------------------- header
