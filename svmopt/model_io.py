@@ -37,11 +37,12 @@ What ``load_model`` guarantees, for any file whatever its bytes: it returns a mo
 that satisfies the schema above, or raises ``ModelFileError`` saying what is wrong.
 Nothing is decompressed before the zip directory has been checked (only the expected
 members, stored or deflated, each declaring exactly the size its header entry implies,
-all together at most ``max_bytes``); the JSON header is size- and depth-limited; the
-checksum is computed while streaming the members, before any array is allocated, so
-memory stays within the size the header declares (plus one 1 MiB chunk). Only then
-are the arrays read (and digested again: the file may change in between) and the
-schema checked: names from closed sets, status codes, shapes consistent with each other.
+all together at most ``max_bytes``: by default 64 times the file's size, see ``load_model``);
+the JSON header is size- and depth-limited; the checksum is computed while streaming the
+members, before any array is allocated, so memory stays within the size the header declares
+(plus one 1 MiB chunk). Only then are the arrays read (and digested again: the file may
+change in between) and the schema checked: names from closed sets, status codes, shapes
+consistent with each other, finite weights, coefficients and support vectors.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .io.archive import FORMAT, ModelFileError, check_members, check_size, digest as _digest, \
-    hasher as _hasher, open_archive, scan, small_member, tag as _tag
+    hasher as _hasher, least_data_bytes, open_archive, scan, small_member, tag as _tag
 from .result import Result, Status
 
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
@@ -65,7 +66,9 @@ __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "M
 VERSION = 1
 """The format version this svmopt writes (and the newest it reads)."""
 MAX_BYTES = 1 << 31
-"""load_model's default cap on a model's total uncompressed size (2 GiB)."""
+"""The most load_model's default ``max_bytes`` allows, whatever the file's size (2 GiB)."""
+# load_model's default max_bytes: this many times the file's size, at least _MIN_BYTES (see load_model)
+_RATIO, _MIN_BYTES = 64, 16 << 20
 _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
 # Array members and the dtype kinds each may have (never "O": no pickles).
 _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",
@@ -166,14 +169,18 @@ def save_model(model, path, *, key=None) -> Path:
     if "sv_data" in arrays:
         header["sv_shape"] = list(model.support_vectors.shape)
     hb = json.dumps(header, sort_keys=True).encode()
-    path = Path(path)
+    if isinstance(path, (str, bytes)) and not path:
+        raise ModelFileError(path, "no file name given (the name is empty)")
+    path = Path(os.fsdecode(path))
     # Refuse now what load_model would refuse later.
-    _check_header(path, _parse_header(path, hb), math.inf)
+    _check_header(path, _parse_header(path, hb))
     _check_model(path, header, arrays)
     checksum = _digest(hb, arrays, key).encode()
     arrays["header"], arrays["checksum"] = np.frombuffer(hb, np.uint8), np.frombuffer(checksum, np.uint8)
     if not path.parent.is_dir():
         raise ModelFileError(path, f"cannot write it: directory '{path.parent}' does not exist")
+    if path.is_dir():
+        raise ModelFileError(path, "cannot write it: it is a directory")
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -192,23 +199,43 @@ def save_model(model, path, *, key=None) -> Path:
 # --------------------------------------------------------------------------- loading
 
 
-def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
+def load_model(path, *, key=None, max_bytes: int | None = None) -> Result:
     """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest) or
     ``OvOModel`` (one-vs-one).
 
-    Both predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
-    be given for, and only for, a file saved with one. ``max_bytes`` caps the arrays'
-    total size (default 2 GiB). Raises ``ModelFileError`` and nothing else for a bad file.
+    All three predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
+    be given for, and only for, a file saved with one. Raises ``ModelFileError`` and nothing
+    else for a bad file.
+
+    max_bytes : int or None
+        The most bytes the model's arrays may take once loaded; a file declaring more is
+        refused before anything is decompressed or allocated. None (default): 64 times the
+        file's size, at least 16 MiB, at most ``MAX_BYTES`` (2 GiB).
+        ``save_model`` stores its arrays uncompressed, so its files declare less than their
+        size; a model file re-zipped with deflate (as ``np.savez_compressed`` writes it)
+        declares up to about 15 times its size for real models (mostly-zero one-vs-rest
+        weights, smooth support vectors), and 64 leaves a margin over that. Deflate reaches
+        about 1000:1, so without this bound a 1 MB file could make a load allocate 1 GB.
+        Pass a larger ``max_bytes`` for a trusted file that needs more.
     """
+    if isinstance(path, (str, bytes)) and not path:
+        raise ModelFileError(path, "no file name given (the name is empty)")
     try:
         f = open(path, "rb")
     except OSError as exc:
         raise ModelFileError(path, f"cannot read it ({exc.strerror or exc})") from None
     with f, open_archive(path, f, len(_KINDS) + 2) as zf:
+        size = os.fstat(f.fileno()).st_size
+        limit = _default_max_bytes(size) if max_bytes is None else max_bytes
         members = check_members(path, zf, _KINDS)
+        # The zip directory alone bounds what the members hold: refuse before decompressing.
+        _check_total(path, least_data_bytes(members), limit, max_bytes is None, size,
+                     "its zip directory declares at least")
         hb = small_member(path, zf, members, "header", _MAX_HEADER)
         header = _parse_header(path, hb)
-        declared = _check_header(path, header, max_bytes)
+        declared = _check_header(path, header)
+        _check_total(path, sum(dtype.itemsize * math.prod(shape) for dtype, shape in declared.values()),
+                     limit, max_bytes is None, size, "its arrays declare")
         signed = header["mac"] == "hmac-sha256"
         if signed and key is None:
             raise ModelFileError(path, "the file is signed (HMAC-SHA256): pass the key it was saved with")
@@ -230,6 +257,20 @@ def load_model(path, *, key=None, max_bytes: int = MAX_BYTES) -> Result:
                 raise ModelFileError(path, "checksum mismatch: the file was tampered with or corrupted"
                                            + (" (or the key is wrong)" if signed else ""))
     return _to_result(path, header, _check_model(path, header, arrays))
+
+
+def _default_max_bytes(file_size: int) -> int:
+    """load_model's ``max_bytes`` for a file of ``file_size`` bytes when none is given."""
+    return min(MAX_BYTES, max(_MIN_BYTES, _RATIO * file_size))
+
+
+def _check_total(path, total, limit, derived, file_size, what):
+    if total <= limit:
+        return
+    why = (f" (the default for a file of {file_size} bytes: {_RATIO} times its size, at least {_MIN_BYTES}, "
+           f"at most {MAX_BYTES})" if derived else "")
+    raise ModelFileError(path, f"{what} {total} bytes, more than max_bytes={limit}{why}; "
+                               "pass a larger max_bytes= to load_model if the file is trusted")
 
 
 # --------------------------------------------------------------------------- header
@@ -277,7 +318,7 @@ def _is_number(v) -> bool:
     return type(v) in (int, float)
 
 
-def _check_header(path, h: dict, max_bytes) -> dict:
+def _check_header(path, h: dict) -> dict:
     """Check what can be checked before the arrays are read; returns {name: (dtype, shape)}."""
     def bad(msg):
         return ModelFileError(path, f"invalid model: {msg}")
@@ -325,7 +366,7 @@ def _check_header(path, h: dict, max_bytes) -> dict:
     arrays = h["arrays"]
     if not isinstance(arrays, dict):
         raise bad("arrays is not an object")
-    declared, total = {}, 0
+    declared = {}
     for name, spec in arrays.items():
         if name not in _KINDS:
             raise bad(f"unknown array {name!r}")
@@ -338,11 +379,7 @@ def _check_header(path, h: dict, max_bytes) -> dict:
             raise bad(f"array {name!r} has dtype {spec['dtype']!r}; expected kind {_KINDS[name]!r}"
                       + (" (pickled Python objects are never loaded)" if "O" in spec["dtype"] else ""))
         shape = tuple(spec["shape"])
-        total += dtype.itemsize * math.prod(shape)
         declared[name] = dtype, shape
-    if total > max_bytes:
-        raise ModelFileError(path, f"its arrays declare {total} bytes, more than max_bytes={max_bytes}; "
-                                   "pass a larger max_bytes to load_model if the file is trusted")
     return declared
 
 
@@ -433,8 +470,9 @@ def _check_model(path, h, a) -> dict:
             weights = ("sv_data", "dual_coef", "b")
         if a["dual_coef"].shape != lead + (n_sv,):
             raise bad(f"dual_coef has shape {a['dual_coef'].shape}; expected {lead + (n_sv,)}")
-    if (a["status"] == Status.CONVERGED).all() and not all(np.isfinite(a[k]).all() for k in weights):
-        raise bad(f"status says converged but {'/'.join(weights)} hold nan or inf")
+    for k in weights:  # whatever the status: predict would blame X for them
+        if not np.isfinite(a[k]).all():
+            raise bad(f"{k} holds nan or inf")
     return a
 
 

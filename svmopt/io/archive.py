@@ -35,6 +35,9 @@ class ModelFileError(ValueError):
         super().__init__(f"model file '{path}': {reason}")
         self.path, self.reason = str(path), reason
 
+    def __reduce__(self):  # picklable (e.g. across multiprocessing) despite 2 arguments
+        return type(self), (self.path, self.reason)
+
 
 # --------------------------------------------------------------------------- checksum
 
@@ -132,6 +135,13 @@ def check_members(path, zf, names) -> dict:
     if "checksum" not in members:
         raise ModelFileError(path, "tampered or corrupted (no checksum member)")
     return members
+
+
+def least_data_bytes(members: dict) -> int:
+    """A lower bound, from the zip directory alone, on the array bytes the members hold: each
+    declares its data plus a .npy header of at most ``MAX_NPY_HEADER`` bytes (``check_size``)."""
+    return sum(max(info.file_size - MAX_NPY_HEADER, 0) for name, info in members.items()
+               if name not in ("header", "checksum"))
 
 
 def check_size(path, info, nbytes, dtype, shape):
