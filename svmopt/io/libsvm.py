@@ -462,9 +462,10 @@ class _Rows:
 def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, return_qid=False, shard=None):
     """Load a LIBSVM / svmlight file.
 
-    The text is read and parsed ``_CHUNK`` bytes (256 KiB) at a time, the rows accumulated in
-    place: the peak memory is the returned arrays plus a few chunks' worth of temporaries
-    (a shard of a stream that cannot seek is first read whole).
+    The text is read and parsed ``_CHUNK`` bytes (256 KiB) at a time, the rows appended in
+    place: the peak memory is the returned arrays, up to 1/8 more while they grow, and the
+    parser's temporaries (~30 times a chunk, ~8 MiB). A shard of a stream that cannot seek
+    is read whole first.
 
     Parameters
     ----------
@@ -511,8 +512,8 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
         _check_shard(shard)
     rows = _Rows(dtype, return_qid)
     with _text(path, shard) as (read, name, lines_before):
-        # Chunks of whole lines: the temporaries (several times the text size) stay small and
-        # cache-friendly, and an error rescans at most one chunk.
+        # Chunks of whole lines: the temporaries (~30x the chunk) stay small and cache-friendly,
+        # and an error rescans at most one chunk.
         line0 = 0
         for chunk in _line_chunks(read):
             lines = chunk.count(b"\n")
