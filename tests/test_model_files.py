@@ -380,8 +380,16 @@ FORGERIES = {
     "w shape": ("linear", None, lambda a: a.update(w=a["w"][:12]), None, r"w has shape \(12,\); expected \(13,\)"),
     "w 2-d binary": ("linear", None, lambda a: a.update(w=a["w"][None]), None, r"w has shape \(1, 13\)"),
     "w int": ("linear", None, lambda a: a.update(w=a["w"].astype(np.int64)), None, r"array 'w' has dtype '<i8'"),
-    "w nan converged": ("linear", None, lambda a: a.update(w=np.full(13, np.nan)), None,
-                        r"status says converged but w/b hold nan"),
+    "w nan converged": ("linear", None, lambda a: a.update(w=np.full(13, np.nan)), None, r"w holds nan or inf"),
+    # whatever the status: a model with nan weights would make predict blame X
+    "w nan nonfinite": ("linear", None, lambda a: (a["w"].__setitem__(4, np.nan), _put("status", 3)(a)), None,
+                        r"invalid model: w holds nan or inf"),
+    "b inf max_iter": ("linear", None, lambda a: (_put("b", np.inf)(a), _put("status", 1)(a)), None,
+                       r"invalid model: b holds nan or inf"),
+    "dual_coef nan": ("kernel", None, lambda a: a["dual_coef"].__setitem__(3, np.nan), None,
+                      r"invalid model: dual_coef holds nan or inf"),
+    "sv_data -inf": ("kernel", None, lambda a: a["sv_data"].__setitem__(0, -np.inf), None,
+                     r"invalid model: sv_data holds nan or inf"),
     "b 1-d": ("linear", None, lambda a: a.update(b=a["b"][None]), None, r"b has shape \(1,\); expected \(\)"),
     "classes equal": ("linear", None, _put("classes", [1.0, 1.0]), None, r"are not 2 distinct labels"),
     "classes three": ("linear", None, _put("classes", [1.0, 2.0, 3.0]), None, r"are not 2 distinct labels"),
@@ -475,7 +483,7 @@ for arg in sys.argv[2:]:
     path, max_bytes = arg.rsplit(":", 1)
     base, t = start(), time.perf_counter()
     try:
-        load_model(path, max_bytes=int(max_bytes))
+        load_model(path, max_bytes=None if max_bytes == "default" else int(max_bytes))
         reason = "loaded"
     except ModelFileError as exc:
         reason = exc.reason
@@ -542,7 +550,8 @@ def _bomb_battery(targets, tmp_path, n):
     honest.write_bytes(raw)
     assert max(p.stat().st_size for p in paths.values()) < n // 100  # they are bombs
     caps = {"extra": model_io.MAX_BYTES, "w": model_io.MAX_BYTES, "declared": model_io.MAX_BYTES, "forged": n // 2}
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(honest), *(f"{paths[c]}:{caps[c]}" for c in paths)],
+    cases = [f"{paths[c]}:{caps[c]}" for c in paths] + [f"{paths['forged']}:default"]
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(honest), *cases],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)
@@ -551,6 +560,14 @@ def _bomb_battery(targets, tmp_path, n):
     assert f"member 'w.npy' declares {n + len(BOMB_HEADER(n))} bytes; <f8 (13,) needs 104" in reasons[1]
     assert reasons[2] == "checksum mismatch: the file was tampered with or corrupted"  # read all n bytes, streaming
     assert f"more than max_bytes={n // 2}" in reasons[3]
+    # The same forged file, valid checksum and all, under the default max_bytes: refused from
+    # its size on disk (~n/230) by its zip directory alone, before anything is decompressed.
+    size = paths["forged"].stat().st_size
+    assert reasons[4].startswith("its zip directory declares at least "), reasons[4]
+    assert (f"bytes, more than max_bytes={max(64 * size, 16 << 20)} (the default for a file of {size} bytes: "
+            "64 times its size") in reasons[4], reasons[4]
+    assert "pass a larger max_bytes= to load_model" in reasons[4]
+    assert report[4]["seconds"] < 1 and report[4]["grown"] < 20, report[4]
     assert max(c["grown"] for c in report) < 200, report  # MiB: the n bytes were never held in memory
     return report
 

@@ -120,6 +120,18 @@ def test_missing_file(tmp_path):
         load_model(tmp_path / "nothing.model")
 
 
+def test_empty_file_name(binary, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where save_model("") could otherwise leave something
+    for name in ("", b""):
+        with pytest.raises(ModelFileError, match=r"no file name given \(the name is empty\)"):
+            load_model(name)
+        with pytest.raises(ModelFileError, match=r"no file name given \(the name is empty\)"):
+            save_model(binary, name)
+    with pytest.raises(ModelFileError, match=r"cannot write it: it is a directory"):
+        save_model(binary, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
 def test_not_a_model_file(tmp_path):
     p = tmp_path / "liblinear.model"
     p.write_text("solver_type L2R_L2LOSS_SVC_DUAL\nnr_class 2\n")

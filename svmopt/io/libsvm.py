@@ -10,10 +10,11 @@ blank (after removing comments) are skipped and produce no row. Explicit zeros
 written in the file (``13:0.0``) are kept as stored entries of the CSR matrix,
 so ``X.nnz`` equals the number of ``index:value`` tokens.
 
-The reader is vectorized: the whole file is read into memory, token and line
-boundaries are found with numpy on the byte buffer and all numbers are parsed
-by ``np.fromstring``, a few MB at a time. Python only looks at individual lines once
-the vectorized checks have found a problem, to say precisely what and where.
+The reader streams and is vectorized: it takes the (decompressed) text a few MB
+at a time, finds token and line boundaries with numpy on the byte buffer, parses
+all numbers by ``np.fromstring`` and appends the rows to compact arrays, so its
+peak memory is the result plus a few chunks. Python only looks at individual lines
+once the vectorized checks have found a problem, to say precisely what and where.
 
 What it guarantees: a file loads only if every line is well formed, and then the
 numbers are exactly what the text says (values and labels as Python's ``float``
@@ -33,6 +34,7 @@ import math
 import os
 import re
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +54,8 @@ _NONFINITE = re.compile(rb"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _DIGITS = re.compile(rb"\d+")
 _MAX_COLUMNS = 2**31 - 1  # int32 column indices; also exact as float64, which parses them
 _MAX_QID = 2**63 - 1
-_CHUNK = 1 << 22  # bytes parsed at a time (rounded up to a whole line)
+_MAX_INT32 = 2**31 - 1  # the most entries int32 row pointers (and scipy's int32 indices) allow
+_CHUNK = 1 << 18  # bytes parsed at a time (rounded up to a whole line); _parse needs ~30x that
 
 
 class LibsvmFormatError(ValueError):
@@ -71,27 +74,6 @@ class LibsvmFormatError(ValueError):
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def _read_bytes(source) -> tuple[bytes, str]:
-    """Return the (decompressed) content and a short name for error messages."""
-    if hasattr(source, "read"):
-        data = source.read()
-        if isinstance(data, str):
-            data = data.encode()
-        return bytes(data), Path(str(getattr(source, "name", "<stream>"))).name
-    path = os.fspath(source)
-    suffix = Path(path).suffix.lower()
-    opener = _OPENERS.get(suffix, open)
-    try:
-        with opener(path, "rb") as f:
-            return f.read(), Path(path).name
-    except (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile) as exc:
-        raise LibsvmFormatError(Path(path).name, None, f"the {suffix} data is truncated or corrupt ({exc})") from exc
-    except OSError as exc:
-        if suffix == ".bz2" and "data stream" in str(exc).lower():  # bz2 reports a bad stream as OSError
-            raise LibsvmFormatError(Path(path).name, None, f"the .bz2 data is corrupt ({exc})") from exc
-        raise
 
 
 def _numbers(text: bytes, count: int):
@@ -312,36 +294,178 @@ def _lines_before(f, start: int) -> int:
     return lines
 
 
-def _read_shard(source, shard):
-    """(bytes of the shard, name, a function giving the number of lines before it)."""
+def _name(source) -> str:
+    """A short name for error messages."""
+    if hasattr(source, "read"):
+        return Path(str(getattr(source, "name", "<stream>"))).name
+    return Path(os.fspath(source)).name
+
+
+@contextmanager
+def _decompression_errors(name, suffix):
+    """A compressed file's truncation or corruption, raised as LibsvmFormatError naming it
+    (suffix None: a file-like object, whose errors are its own)."""
+    if suffix is None:
+        yield
+        return
+    try:
+        yield
+    except (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile) as exc:
+        raise LibsvmFormatError(name, None, f"the {suffix} data is truncated or corrupt ({exc})") from exc
+    except OSError as exc:
+        if suffix == ".bz2" and "data stream" in str(exc).lower():  # bz2 reports a bad stream as OSError
+            raise LibsvmFormatError(name, None, f"the .bz2 data is corrupt ({exc})") from exc
+        raise
+
+
+def _check_shard(shard):
     if not (isinstance(shard, tuple) and len(shard) == 2 and all(isinstance(v, (int, np.integer)) for v in shard)
             and 0 <= shard[0] < shard[1]):
         raise ValueError(f"shard must be (index, count) with 0 <= index < count, got {shard!r}")
-    index, count = int(shard[0]), int(shard[1])
-    if hasattr(source, "read"):
-        f, name, own = source, Path(str(getattr(source, "name", "<stream>"))).name, False
-        if not (hasattr(f, "seekable") and f.seekable()):
-            data, name = _read_bytes(source)
-            f, own = io.BytesIO(data), True
-    else:
+    return int(shard[0]), int(shard[1])
+
+
+@contextmanager
+def _text(source, shard):
+    """Open ``source`` for streaming: yields ``(read, name, lines_before)``.
+
+    ``read(n)`` returns the next at most ``n`` bytes of (decompressed) text, b"" at the end,
+    compression errors raised as LibsvmFormatError; with ``shard`` only that part's bytes.
+    ``lines_before()`` counts the lines before the part (0 without ``shard``), for messages.
+    """
+    own = not hasattr(source, "read")
+    if own:
         path = os.fspath(source)
-        f, name, own = _OPENERS.get(Path(path).suffix.lower(), open)(path, "rb"), Path(path).name, True
+        suffix = Path(path).suffix.lower()
+        f = _OPENERS.get(suffix, open)(path, "rb")
+    else:
+        f, suffix = source, None
+    name = _name(source)
     try:
-        size = f.seek(0, 2)
-        start, end = _shard_bounds(f, size, index, count)
-        f.seek(start)
-        data = f.read(end - start)
-        if isinstance(data, str):
-            data = data.encode()
-        lines = _lines_before(f, start) if start > 0 else 0  # for error messages: global line numbers
+        start, left = 0, None
+        if shard is not None:
+            index, count = _check_shard(shard)
+            if not (hasattr(f, "seekable") and f.seekable()):  # the byte ranges need the size: hold it all
+                data = f.read()
+                f, own = io.BytesIO(data.encode() if isinstance(data, str) else data), True
+            with _decompression_errors(name, suffix):
+                size = f.seek(0, 2)
+                start, end = _shard_bounds(f, size, index, count)
+                f.seek(start)
+            left = end - start
+
+        def read(n):
+            nonlocal left
+            if left is not None:
+                n = min(n, left)
+                if n <= 0:
+                    return b""
+            with _decompression_errors(name, suffix):
+                block = f.read(n)
+            if isinstance(block, str):
+                block = block.encode()
+            if left is not None:
+                left -= len(block)
+            return block
+
+        def lines_before():
+            if start == 0:
+                return 0
+            with _decompression_errors(name, suffix):
+                return _lines_before(f, start)
+
+        yield read, name, lines_before
     finally:
         if own:
             f.close()
-    return bytes(data), name, lines
+
+
+def _line_chunks(read):
+    """The text as chunks of whole lines, each ``_CHUNK`` bytes read plus the rest of its
+    last line (the last chunk may lack a final newline)."""
+    carry = []  # the start of a line that the previous reads cut
+    while True:
+        block = read(_CHUNK)
+        if not block:
+            if carry:
+                yield b"".join(carry)
+            return
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            carry.append(block)
+            continue
+        if carry or cut < len(block):
+            carry.append(memoryview(block)[:cut])
+            chunk = b"".join(carry)
+            carry = [block[cut:]] if cut < len(block) else []
+        else:
+            chunk = block
+        yield chunk
+
+
+class _Growing:
+    """A 1-D array filled by appending. It grows in place by 1/8 at a time through numpy's
+    resize, whose realloc remaps the pages of a large block instead of copying them: the peak
+    stays within 1/8 of the data, where a list of parts and a final concatenate hold it twice."""
+
+    def __init__(self, dtype):
+        self.a, self.n = np.empty(1 << 12, dtype), 0
+
+    def append(self, x):
+        end = self.n + len(x)
+        if end > len(self.a):
+            # refcheck=False: no view of self.a exists until done() hands it out
+            self.a.resize(max(end, len(self.a) + (len(self.a) >> 3)), refcheck=False)
+        self.a[self.n:end] = x
+        self.n = end
+
+    def done(self) -> np.ndarray:
+        self.a.resize(self.n, refcheck=False)
+        return self.a
+
+
+class _Rows:
+    """The CSR parts of the rows parsed so far, kept compact: int32 column indices, values
+    in the requested dtype, int32 row pointers until the entries outgrow them."""
+
+    def __init__(self, dtype, qid):
+        self.y, self.cols, self.val = _Growing(np.float64), _Growing(np.int32), _Growing(dtype)
+        self.indptr = _Growing(np.int32)
+        self.indptr.append(np.zeros(1, np.int32))
+        self.qid = _Growing(np.int64) if qid else None
+        self.nnz, self.width = 0, 0
+
+    def add(self, y, qid, counts, cols, val):
+        ends = np.cumsum(counts) + self.nnz
+        if len(cols) and self.indptr.a.dtype == np.int32 and ends[-1] > _MAX_INT32:
+            self.indptr.a = self.indptr.a.astype(np.int64)  # once, past 2**31 - 1 entries
+        self.indptr.append(ends)
+        self.nnz += len(cols)
+        self.y.append(y)
+        self.cols.append(cols)
+        self.val.append(val)
+        if self.qid is not None:
+            self.qid.append(np.zeros(len(y), np.int64) if qid is None else qid)
+        if len(cols):
+            self.width = max(self.width, int(cols.max()) + 1)
+
+    def csr(self, n_features):
+        """(X, y, qid or None); the parts are handed over, not copied (scipy keeps int32 indices)."""
+        y, val, cols, indptr = self.y.done(), self.val.done(), self.cols.done(), self.indptr.done()
+        if indptr.dtype != np.int32:  # scipy needs indices and indptr of one type
+            cols = cols.astype(np.int64)
+        X = sp.csr_matrix((val, cols, indptr), shape=(len(y), self.width if n_features is None else n_features))
+        X.has_sorted_indices = True  # checked in _parse: indices strictly increase per row
+        return X, y, None if self.qid is None else self.qid.done()
 
 
 def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, return_qid=False, shard=None):
     """Load a LIBSVM / svmlight file.
+
+    The text is read and parsed ``_CHUNK`` bytes (256 KiB) at a time, the rows appended in
+    place: the peak memory is the returned arrays, up to 1/8 more while they grow, and the
+    parser's temporaries (~30 times a chunk, ~8 MiB). A shard of a stream that cannot seek
+    is read whole first.
 
     Parameters
     ----------
@@ -373,6 +497,7 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     Returns
     -------
     X : scipy.sparse.csr_matrix, shape (n_rows, n_features), sorted indices
+        (int32 indices and indptr up to 2**31 - 1 entries, int64 beyond)
     y : ndarray float64, shape (n_rows,)
     qid : ndarray int64, shape (n_rows,), only if ``return_qid``
 
@@ -383,46 +508,26 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     """
     if n_features is not None and not 0 <= n_features <= _MAX_COLUMNS:
         raise ValueError(f"n_features must be in [0, {_MAX_COLUMNS}] (int32 column indices), got {n_features}")
-    line_base = 0
     if shard is not None:
-        data, name, line_base = _read_shard(path, shard)
-    else:
-        data, name = _read_bytes(path)
-    # Work in chunks of whole lines: the temporaries (several times the text size)
-    # stay small and cache-friendly, and an error rescans at most one chunk.
-    parts, start, line0 = [], 0, line_base
-    while True:
-        end = data.find(b"\n", start + _CHUNK)
-        end = len(data) if end < 0 else end + 1
-        chunk = data[start:end]
-        if b"#" in chunk:
-            chunk = _COMMENT.sub(b"", chunk)  # keeps the '\n', so line numbers hold
-        chunk = chunk.translate(_WS_TO_SPACE)
-        try:
-            y, qid, counts, cols, val = _parse(chunk, name, zero_based, n_features, dtype)
-        except LibsvmFormatError as e:
-            raise LibsvmFormatError(name, line0 + e.lineno, e.reason) from None
-        if qid is None and return_qid:
-            qid = np.zeros(len(y), np.int64)
-        parts.append((y, qid, counts, cols, val))
-        line0 += chunk.count(b"\n")
-        start = end
-        if start >= len(data):
-            break
-    y, qid, counts, cols, val = zip(*parts)
-    y, counts, cols, val = (np.concatenate(a) for a in (y, counts, cols, val))
-
-    n_rows = len(y)
-    itype = np.int32 if len(cols) < 2**31 else np.int64
-    indptr = np.zeros(n_rows + 1, itype)
-    np.cumsum(counts, out=indptr[1:])
-    if n_features is None:
-        n_features = int(cols.max()) + 1 if len(cols) else 0
-    X = sp.csr_matrix((val, cols.astype(itype, copy=False), indptr), shape=(n_rows, n_features))
-    X.has_sorted_indices = True  # checked in _parse: indices strictly increase per row
-    if not return_qid:
-        return X, y
-    return X, y, np.concatenate(qid)
+        _check_shard(shard)
+    rows = _Rows(dtype, return_qid)
+    with _text(path, shard) as (read, name, lines_before):
+        # Chunks of whole lines: the temporaries (~30x the chunk) stay small and cache-friendly,
+        # and an error rescans at most one chunk.
+        line0 = 0
+        for chunk in _line_chunks(read):
+            lines = chunk.count(b"\n")
+            if b"#" in chunk:
+                chunk = _COMMENT.sub(b"", chunk)  # keeps the '\n', so line numbers hold
+            chunk = chunk.translate(_WS_TO_SPACE)
+            try:
+                parsed = _parse(chunk, name, zero_based, n_features, dtype)
+            except LibsvmFormatError as e:
+                raise LibsvmFormatError(name, lines_before() + line0 + e.lineno, e.reason) from None
+            rows.add(*parsed)
+            line0 += lines
+    X, y, qid = rows.csr(n_features)
+    return (X, y, qid) if return_qid else (X, y)
 
 
 # --------------------------------------------------------------------------- writing
