@@ -54,7 +54,10 @@ def test_csr_products_ffi_equal_xla(dtype):
     want = dict(mv=(Xs @ w, A @ abs(w)), mvK=(Xs @ W, A @ abs(W)), rmv=(Xs.T @ u, A.T @ abs(u)),
                 rmvK=(Xs.T @ U, A.T @ abs(U)), hvp=((Xs.T @ hq, hq.sum()), (A.T @ hqa, hqa.sum())))
     rtol = 1e-13 if dtype == "float64" else 1e-5
-    flat = lambda v: np.concatenate([np.ravel(np.asarray(a, float)) for a in (v if isinstance(v, tuple) else (v,))])  # noqa: E731
+
+    def flat(v):
+        return np.concatenate([np.ravel(np.asarray(a, float)) for a in (v if isinstance(v, tuple) else (v,))])
+
     for key, (ref, size) in want.items():
         tol = rtol * flat(size)
         assert np.all(np.abs(flat(run["xla"][key]) - flat(ref)) <= tol), key
@@ -172,8 +175,9 @@ def inner_inputs(name, loss, intercept, C=1.0):
     ("heart_scale", logistic, True, "dense", 100),
 ], ids=["a9a-log", "a9a-log-3passes", "heart-sq+b", "heart-log+b-dense"])
 def test_l1_inner_solve_ffi_equals_xla(name, loss, intercept, layout, cap):
-    """float64, the same inputs (some coordinates inactive, as after outer shrinking), the same seed: the kernel and the pure path take the same number of passes and return the same w + d and
-    X d to 1e-10 (relative to their size) and the same last sum of violations; the pure path's X d is
+    """float64, the same inputs (some coordinates inactive, as after outer shrinking), the same seed:
+    the kernel and the pure path take the same number of passes and return the same w + d and X d to
+    1e-10 (relative to their size) and the same last sum of violations; the pure path's X d is
     X (w + d - w) in numpy. With a cap of 3 passes the last pass widens to every active coordinate."""
     X, w, G, D = inner_inputs(name, loss, intercept)
     m = w.shape[0]
