@@ -1,6 +1,7 @@
 """Proximal Newton for l1 / elastic net (``newglmnet``) against LIBLINEAR's -s 6 / -s 5, scipy's
-float64 optimum, and its compiled inner solve against the quadratic model's optimality conditions
-checked in numpy."""
+float64 optimum, and its inner solve (compiled and pure JAX) against the quadratic model's optimality
+conditions checked in numpy. Without the compiled kernel the same tests run the pure path
+(tests/test_kernel_paths.py compares the two)."""
 import warnings
 from functools import lru_cache
 
@@ -22,7 +23,10 @@ from references import load, pm, scipy_primal
 
 F64 = jnp.float64
 
-pytestmark = pytest.mark.skipif(not _l1cd.available(), reason="the compiled l1 kernel is not built")
+# the default solve (auto) where the kernel is built; without it, newglmnet's pure path by name (auto's
+# choice there is auto's business, tested in test_auto.py)
+DEFAULT = {} if _l1cd.available() else dict(method=newglmnet)
+needs_kernel = pytest.mark.skipif(not _l1cd.available(), reason="auto's routing with the compiled l1 kernel")
 
 
 def P_np(X, y, w, b, C, loss, lam=1.0):
@@ -71,7 +75,7 @@ def test_matches_liblinear(name, loss, C):
     P = P_np(X, y, np.asarray(r.w, float), 0.0, C, loss)
     assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
     assert abs(P - ref) <= 1e-7 * ref and float(r.dual_objective) <= ref * (1 + 1e-10)
-    r32 = svmopt.solve(X, y, loss=loss, reg=l1, C=C, fit_intercept=False)
+    r32 = svmopt.solve(X, y, loss=loss, reg=l1, C=C, fit_intercept=False, **DEFAULT)
     assert r32.status == Status.CONVERGED and r32.method == "newglmnet"
     assert ref * (1 - 1e-6) <= P_np(X, y, np.asarray(r32.w, float), 0.0, C, loss) <= ref * (1 + 1e-3)
 
@@ -88,7 +92,7 @@ def test_free_intercept_and_elastic_net_reach_scipys_optimum(loss, reg):
     r = svmopt.solve(X, y, loss=loss, reg=reg, method=newglmnet(tol=1e-8), dtype=F64)
     assert r.status == Status.CONVERGED
     assert float(r.primal_objective) <= ref * (1 + 1e-7) and float(r.dual_objective) <= ref * (1 + 1e-9)
-    r32 = svmopt.solve(X, y, loss=loss, reg=reg)
+    r32 = svmopt.solve(X, y, loss=loss, reg=reg, **DEFAULT)
     assert r32.status == Status.CONVERGED and r32.method == "newglmnet"
     assert float(r32.primal_objective) <= ref * (1 + 1.1e-3)
 
@@ -103,12 +107,15 @@ def test_dense_and_sparse_columns_agree():
     np.testing.assert_allclose(np.asarray(rs.w), np.asarray(rd.w), rtol=1e-9, atol=1e-12)
 
 
-def test_columns_are_scipys_csc():
-    """The CSR -> CSC counting sort of the kernel module against scipy's tocsc() (columns in row order),
-    on a9a with svmopt's padding entries (explicit zeros) included."""
+@pytest.mark.parametrize("impl", ["ffi", "xla"])
+def test_columns_are_scipys_csc(impl):
+    """The CSR -> CSC counting sort of the kernel module and the pure path's sort against scipy's
+    tocsc() (columns in row order), on a9a with svmopt's padding entries (explicit zeros) included."""
+    if impl == "ffi" and not _l1cd.available():
+        pytest.skip("the compiled l1 kernel is not built")
     X, _ = load("a9a")
     op = svmopt.as_operator(X, jnp.float32, layout="sparse", nnz_bucket=lambda k: k + 37)
-    cols = jax.jit(_l1cd.columns)(op)
+    cols = jax.jit(lambda op: _l1cd.columns(op, impl))(op)
     A = sp.csr_matrix((np.asarray(op.data), np.asarray(op.indices), np.asarray(op.indptr)), shape=op.shape).tocsc()
     A.has_sorted_indices = False
     A.sort_indices()
@@ -117,11 +124,15 @@ def test_columns_are_scipys_csc():
     np.testing.assert_array_equal(np.asarray(cols["vals"]), A.data)
 
 
+@pytest.mark.parametrize("impl", ["ffi", "xla"])
 @pytest.mark.parametrize("dense, intercept", [(False, False), (True, True)], ids=["csc", "dense+b"])
-def test_inner_solve_meets_the_models_optimality_conditions(dense, intercept):
-    """One call of the compiled inner solve, run to a tiny tolerance on a random model: w + d satisfies,
-    checked in numpy, |g_j| <= lam where it is 0 and g_j = -lam sign otherwise, with g = G + c d +
-    X^T D X d (the intercept, a column of ones without an l1 term, at g = 0); X d is returned exactly."""
+def test_inner_solve_meets_the_models_optimality_conditions(dense, intercept, impl):
+    """One call of the inner solve (compiled or pure JAX), run to a tiny tolerance on a random model:
+    w + d satisfies, checked in numpy, |g_j| <= lam where it is 0 and g_j = -lam sign otherwise, with
+    g = G + c d + X^T D X d (the intercept, a column of ones without an l1 term, at g = 0); X d is
+    returned exactly."""
+    if impl == "ffi" and not _l1cd.available():
+        pytest.skip("the compiled l1 kernel is not built")
     rng = np.random.default_rng(0)
     n, d = 60, 25
     A = sp.random(n, d, density=0.3, random_state=1, format="csr") * 3.0
@@ -133,8 +144,9 @@ def test_inner_solve_meets_the_models_optimality_conditions(dense, intercept):
     G, D = rng.normal(size=m) * 3.0, rng.random(n) + 0.1
     lam, c = 1.0, 0.2
     params = jnp.asarray([lam, c, 1e-8, 10000.0], F64)
-    wpd, xd, stats = jax.jit(_l1cd.solve)(jnp.asarray(w), jnp.asarray(G), jnp.asarray(D), _l1cd.columns(op),
-                                          jnp.ones(m, bool), params, jnp.zeros(2, jnp.uint32))
+    wpd, xd, stats = jax.jit(_l1cd.solve, static_argnames="impl")(
+        jnp.asarray(w), jnp.asarray(G), jnp.asarray(D), _l1cd.columns(op, impl), jnp.ones(m, bool), params,
+        jnp.zeros(2, jnp.uint32), impl=impl)
     wpd, xd = np.asarray(wpd), np.asarray(xd)
     Xa = np.hstack([Xf, np.ones((n, 1))]) if intercept else Xf
     step = wpd - w
@@ -149,6 +161,7 @@ def test_inner_solve_meets_the_models_optimality_conditions(dense, intercept):
     assert 1 < float(stats[0]) < 10000
 
 
+@needs_kernel
 def test_auto_picks_newglmnet_where_it_applies():
     X, y = load("heart_scale")
 
@@ -174,9 +187,9 @@ def test_refuses_what_it_does_not_solve():
 def test_runtime_numbers_do_not_recompile():
     """C, tol and the inner settings are pytree leaves: a new value reuses the compiled program."""
     X, y = load("heart_scale")
-    svmopt.solve(X, y, loss=logistic, reg=l1, C=1.0, fit_intercept=False)
+    svmopt.solve(X, y, loss=logistic, reg=l1, C=1.0, fit_intercept=False, **DEFAULT)
     n0 = svmopt.compile_count()
-    r = svmopt.solve(X, y, loss=logistic, reg=l1, C=0.3, tol=1e-4, fit_intercept=False)
+    r = svmopt.solve(X, y, loss=logistic, reg=l1, C=0.3, tol=1e-4, fit_intercept=False, **DEFAULT)
     r2 = svmopt.solve(X, y, loss=logistic, reg=l1, C=0.3, fit_intercept=False,
                       method=newglmnet(tol=1e-4, inner_passes=50, sigma=0.05, refine=0, refine_tol=0.5))
     assert svmopt.compile_count() == n0
@@ -202,11 +215,12 @@ def test_a9a_logistic_l1_certifies():
     a 1e-3 gap. Here: certified, within 1e-3 of LIBLINEAR's tight optimum. (Fast sibling: a1a above.)"""
     X, y = load("a9a")
     ref = liblinear("a9a", "logistic", 1.0)
-    r = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False)
+    r = svmopt.solve(X, y, loss=logistic, reg=l1, fit_intercept=False, **DEFAULT)
     assert r.status == Status.CONVERGED and r.method == "newglmnet"
     assert ref * (1 - 1e-6) <= P_np(X, y, np.asarray(r.w, float), 0.0, 1.0, logistic) <= ref * (1 + 1e-3)
 
 
+@needs_kernel
 def test_a_stall_hands_over_to_alm_and_the_smaller_gap_stays():
     """Unscaled breast-cancer (a sample-id column of magnitude 1e7), C = 10: newglmnet's objective
     converges but the certificate cannot (|X^T u| <= 1 on that column to ~1e-7). The default solve
@@ -254,6 +268,7 @@ def test_refinement_certifies_what_coordinate_descent_stalled_on():
     the run, certified it). With it (the default) newglmnet certifies alone in tens of steps
     (measured 11); the certificate is the check. (Fast sibling: the a1a case above.)"""
     X, y = load("ijcnn1")
-    r = svmopt.solve(X, y, loss=squared_hinge, reg=l1, C=10.0)
+    r = svmopt.solve(X, y, loss=squared_hinge, reg=l1, C=10.0, **DEFAULT)
     assert r.status == Status.CONVERGED and r.method == "newglmnet" and int(r.iterations) <= 40
-    assert [s["method"] for s in r.extras["stages"]] == ["newglmnet"]
+    if not DEFAULT:  # auto ran it: newglmnet certified alone, no hand-over
+        assert [s["method"] for s in r.extras["stages"]] == ["newglmnet"]

@@ -10,8 +10,8 @@ step (Yuan, Ho & Lin 2012) is
      largest violation of the optimality conditions at the previous step) stays at 0 (Section 3.3);
   3. the direction d approximately minimizes the quadratic model with the l1 term,
         G.d + 1/2 d^T (X^T D X + (1 - lam + nu) I) d + lam ||w + d||_1,
-     by coordinate descent over the active columns (``svmopt._l1cd``: a compiled kernel, one call
-     per step, with its own shrinking), until the sum of violations of the model's optimality is
+     by coordinate descent over the active columns (``svmopt._l1cd``: compiled or pure JAX, one
+     call per step, with its own shrinking), until the sum of violations of the model's optimality is
      below ``inner_eps`` x that of the first step (inner_eps starts at 1 and is quartered whenever
      one pass was enough: the model is easy, solve it more exactly; as in the paper) or, when
      smaller, below the forcing term min(0.5, sqrt(v / v0)) v of the current outer violation v
@@ -40,9 +40,10 @@ last digits: where proximal gradient steps (``alm``) left a9a's logistic + l1 un
 5000 iterations, a few tens of outer steps certify it. STALLED when neither the objective (by
 ``obj_tol``) nor the gap (by 1%) improved in ``patience`` steps.
 
-Needs the compiled kernel (CPU, float32 / float64, unsharded dense or CSR X): ``auto`` picks this
-method for l1 and elastic net with a twice-differentiable loss where it is built, else ``alm``, and
-hands a run that stalls to ``alm`` from its point. Memory: X's columns are held once more for the
+Needs unsharded dense or CSR X. The inner solve is the compiled CPU kernel where it is built
+(float32 / float64 data on the CPU), else the same passes in pure JAX (``impl``). ``auto`` picks
+this method for l1 and elastic net with a twice-differentiable loss (see ``svmopt.solvers.auto``)
+and hands a run that stalls to ``alm`` from its point. Memory: X's columns are held once more for the
 solve (CSC of a CSR X, or the transpose of a dense one). Cost: a step is one kernel call (its passes
 read X's nonzeros of the active columns twice each), at most ``refine`` pairs of products with X
 where the passes ran out, a few products with X (the new f, the gradient, the certificate) and
@@ -62,7 +63,7 @@ from .. import _l1cd
 from ..problem import Problem, dual_objective, project_dual
 from ..result import Status
 from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, finite_gap, platform, require, second, \
-    start_or, stall_update
+    start_or, stall_update, static
 
 __all__ = ["NewGLMNET", "newglmnet"]
 
@@ -117,6 +118,9 @@ class NewGLMNET(Method):
     refine         cap on the CG iterations on the model's free set after passes that hit their cap,
                    on tall data (default 50; 0: coordinate descent alone, LIBLINEAR's -s 6)
     refine_tol     CG stops when the residual is below this fraction of its start (0.1)
+    impl           the inner solve (static): "auto" (default: the compiled kernel of ``svmopt._l1cd``
+                   where it is built, float32/float64 data on the CPU, else pure JAX), "xla" (always
+                   pure JAX), "ffi" (the kernel; an error where it is not available)
     """
 
     tol: float = 1e-3
@@ -129,6 +133,7 @@ class NewGLMNET(Method):
     forcing: float = 1.0
     refine: int = 50
     refine_tol: float = 0.1
+    impl: str = static("auto")
 
     name = "newglmnet"
     batchable = False  # the kernel runs the lanes of a vmap one after another
@@ -141,16 +146,25 @@ class NewGLMNET(Method):
                 f"newglmnet needs a twice-differentiable loss; {pb.loss!r} has a kink (use method=alm)")
         require(pb.loss.has_dual, f"newglmnet certifies a duality gap: loss {pb.loss!r} needs a dual")
         require(pb.op.layout in ("dense", "sparse"),
-                "newglmnet needs unsharded dense or CSR X (its inner solve walks columns on one CPU)")
-        require(platform(pb) == "cpu" and jax.default_backend() == "cpu" and _l1cd.supports(pb.dtype)
-                and _l1cd.available(),
-                "newglmnet needs its compiled CPU kernel (svmopt._l1cd_ffi, built by `pip install -e .`) and "
-                f"float32/float64 data on the CPU; here: built={_l1cd.available()}, dtype={pb.dtype}, "
-                f"platform={platform(pb)!r} (use method=alm)")
+                "newglmnet needs unsharded dense or CSR X (its inner solve walks columns on one device)")
+        if self.impl not in _l1cd.IMPLS:
+            raise ValueError(f"newglmnet impl must be one of {_l1cd.IMPLS}, got {self.impl!r}")
+        if self.impl == "ffi" and not self.native(pb):
+            raise ValueError("newglmnet(impl='ffi') needs its compiled CPU kernel (svmopt._l1cd_ffi, built by "
+                             "`pip install -e .`) and float32/float64 data on the CPU; here: "
+                             f"built={_l1cd.available()}, dtype={pb.dtype}, platform={platform(pb)!r}")
         check_positive(self, "inner_passes", "patience", integer=True)
         check_positive(self, "refine", integer=True, allow_zero=True)
         check_positive(self, "inner_eps0", "sigma", "refine_tol")
         check_positive(self, "obj_tol", allow_zero=True)
+
+    def native(self, pb) -> bool:
+        """Whether the inner solve runs as the compiled CPU kernel (``svmopt._l1cd``) on ``pb``."""
+        return (self.impl != "xla" and platform(pb) == "cpu" and jax.default_backend() == "cpu"
+                and _l1cd.supports(pb.dtype) and _l1cd.available())
+
+    def _inner(self, pb) -> str:
+        return "ffi" if self.native(pb) else "xla"
 
     def default_max_iter(self, pb) -> int:
         return 500
@@ -162,7 +176,6 @@ class NewGLMNET(Method):
 
     def init(self, pb: Problem, start: Start) -> NewGLMNETState:
         dt = pb.dtype
-        _l1cd.available()  # registers the kernel (validate does too; a caller may go straight here)
         w, b = start_or(start, PRIMAL, (start.w, start.b), (jnp.zeros((pb.d,), dt), jnp.zeros((), dt)))
         if not pb.fit_intercept:
             b = jnp.zeros((), dt)
@@ -174,7 +187,7 @@ class NewGLMNET(Method):
         return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, dual=dual, alpha=alpha, M=aux["M"],
                                norm0=aux["norm0"], inner_eps=aux["inner_eps"], passes=jnp.asarray(0, jnp.int32),
                                step=jnp.ones((), dt), k=jnp.asarray(0, jnp.int32), best=aux["best"],
-                               since=aux["since"], cols=_l1cd.columns(pb.op))
+                               since=aux["since"], cols=_l1cd.columns(pb.op, self._inner(pb)))
 
     def step(self, pb: Problem, st: NewGLMNETState) -> NewGLMNETState:
         dt = pb.dtype
@@ -192,7 +205,7 @@ class NewGLMNET(Method):
         params = jnp.stack([lam, l2w + NU, inner_tol,
                             jnp.asarray(self.inner_passes, dt)]).astype(dt)
         bits = jnp.stack([jnp.uint32(0x9E3779B9) + st.k.astype(jnp.uint32), jnp.uint32(0x85EBCA6B)])
-        wpd, q, stats = _l1cd.solve(w0, G0, D, st.cols, active, params, bits)
+        wpd, q, stats = _l1cd.solve(w0, G0, D, st.cols, active, params, bits, self._inner(pb))
         if pb.n >= pb.d:  # tall data (see ``refine``)
             # not after a failed search: the CD direction alone, as before the refinement, gets its chance
             capped = (stats[0] >= self.inner_passes) & (jnp.asarray(self.refine) > 0) & (st.step > 0)
