@@ -577,7 +577,7 @@ def run_case(spec, X, y, info, lname, args, log):
         m, wall, over = budgeted(lambda: liblinear_run(case, prob, s, eps), args.budget * 3)
         if not over:
             Pll = liblinear_P(case, m)
-            row.update(xcheck=f"-s {s} -e {eps:g} ({wall:.1f}s)", xcheck_P=Pll, xcheck_rel_diff=(Pll - fstar) / abs(fstar))
+            row.update(xcheck=f"-s {s} -e {eps:g} ({wall:.2g}s)", xcheck_P=Pll, xcheck_rel_diff=(Pll - fstar) / abs(fstar))
             if Pll < fstar - max(ref["gap"], 1e-12) * abs(fstar) * 1.01 - 1e-12 * abs(fstar):
                 # below the certified lower bound: one of the two is wrong
                 row["xcheck_flag"] = "DISAGREE" if ref["certified"] else "liblinear lower"
@@ -682,24 +682,32 @@ def _num(v):
     return v
 
 
+def _badness(r):
+    """Sort key of the worst cases: svmopt missing the threshold (or no result) first, then the ratio."""
+    v = _num(r.get("ratio"))
+    if r.get("ratio_mark") == ">" or not r.get("svmopt_reached"):
+        return math.inf if not math.isfinite(v) else 1e300 + v
+    return v if math.isfinite(v) else -math.inf
+
+
 def summary(rows, losses):
-    """Per loss: cases, reached counts, median / worst of the default and the path ratios, five worst."""
+    """Per loss: cases, reached counts, median / worst of the default and the path ratios (finite ratios,
+    marked ones included as the bounds they are), the five worst (svmopt's misses first)."""
     out = {}
     for lname in losses:
         rs = [r for r in rows if r.get("loss") == lname]
         ok = [r for r in rs if math.isfinite(_num(r.get("ratio")))]
         pk = [r for r in rs if math.isfinite(_num(r.get("path_ratio")))]
-        worst = sorted(ok, key=lambda r: -_num(r["ratio"]))
         out[lname] = dict(
             cases=len(rs), svmopt_reached=sum(bool(r.get("svmopt_reached")) for r in rs),
             path_reached=sum(bool(r.get("path_reached")) for r in rs),
             liblinear_reached=sum(bool(r.get("liblinear_reached")) for r in rs),
             uncertified=[r["problem"] for r in rs if r.get("ref_certified") is False],
             median=statistics.median(_num(r["ratio"]) for r in ok) if ok else math.nan,
-            worst=worst[0] if worst else None,
+            worst=max(ok, key=lambda r: _num(r["ratio"])) if ok else None,
             path_median=statistics.median(_num(r["path_ratio"]) for r in pk) if pk else math.nan,
             path_worst=max(pk, key=lambda r: _num(r["path_ratio"])) if pk else None,
-            five=worst[:5])
+            five=sorted(rs, key=_badness, reverse=True)[:5])
     return out
 
 
@@ -764,14 +772,15 @@ def write(path_md: Path, meta, rows, losses, specs_done, pending):
                  f"{_fmt(s['path_median'], '.3g')} | "
                  + (f"{pw.get('path_ratio_mark', '')}{_num(pw['path_ratio']):.3g} ({pw['problem']})" if pw else "—")
                  + f" | {', '.join(s['uncertified']) or 'none'} |")
-    L += ["", "Five worst per loss (default ratio):", "",
-          "| loss | problem | rows x features | density | positives | scale | C | auto picked (stages) | ratio | "
-          "path ratio |", "|---|---|---|---|---|---|---|---|---|---|"]
+    L += ["", "Five worst per loss (svmopt's misses first, then the default ratio):", "",
+          "| loss | problem | rows x features | density | positives | scale | C | auto picked (stages) | status | "
+          "ratio | path ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for lname, s in S.items():
         for r in s["five"]:
-            L.append(f"| {lname} | {r['problem']} | {r['rows']} x {r['features']} | {_num(r['density']):.2g} | "
-                     f"{_num(r['pos_frac']):.1%} | {r['scale']} | {_num(r['C']):.3g} | {_picked(r)} | "
-                     f"{r.get('ratio_mark', '')}{_fmt(r.get('ratio'), '.3g')} | "
+            L.append(f"| {lname} | {r['problem']} | {r.get('rows')} x {r.get('features')} | "
+                     f"{_num(r.get('density')):.2g} | {_num(r.get('pos_frac')):.1%} | {r.get('scale', '')} | "
+                     f"{_num(r.get('C')):.3g} | {_picked(r)} | "
+                     f"{r.get('status', '')} | {r.get('ratio_mark', '')}{_fmt(r.get('ratio'), '.3g')} | "
                      f"{r.get('path_ratio_mark', '')}{_fmt(r.get('path_ratio'), '.3g')} |")
     L += ["", "## Per problem", "",
           "| problem | loss | rows x features | density | pos. | scale | C | auto picked (stages) | status | svmopt s "
