@@ -362,7 +362,8 @@ def _quiet(fn):
 
 def reference(case: Case, budget, log):
     """f* by a float64 svmopt solve to a relative gap <= 1e-6, in resumed segments (the last segment's
-    result is kept when the budget runs out); candidates in order until one certifies."""
+    result is kept when the budget runs out); candidates in order until one certifies, each but the
+    last with 60 % of the budget left; the smallest gap is kept."""
     import jax.numpy as jnp
 
     import svmopt
@@ -376,9 +377,11 @@ def reference(case: Case, budget, log):
     else:
         cands = [("newton(warm=dual_cd)", newton(warm="dual_cd", warm_passes=300)) if wide else ("newton", newton()),
                  alm_pa]
-    t_end = time.perf_counter() + budget
+    t_all = time.perf_counter() + budget
     best, tried = None, []
-    for label, method in cands:
+    for i, (label, method) in enumerate(cands):
+        # every candidate but the last gets 60 % of what is left: a stalled first one leaves the next a chance
+        t_end = t_all if i == len(cands) - 1 else time.perf_counter() + 0.6 * (t_all - time.perf_counter())
         r, k, its = None, 50, 0
         while True:
             left = t_end - time.perf_counter()
@@ -577,15 +580,15 @@ def run_case(spec, X, y, info, lname, args, log):
         m, wall, over = budgeted(lambda: liblinear_run(case, prob, s, eps), args.budget * 3)
         if not over:
             Pll = liblinear_P(case, m)
-            row.update(xcheck=f"-s {s} -e {eps:g} ({wall:.2g}s)", xcheck_P=Pll, xcheck_rel_diff=(Pll - fstar) / abs(fstar))
-            if Pll < fstar - max(ref["gap"], 1e-12) * abs(fstar) * 1.01 - 1e-12 * abs(fstar):
+            diff = (Pll - fstar) / abs(fstar)
+            row.update(xcheck=f"-s {s} -e {eps:g} ({wall:.2g}s)", xcheck_P=Pll, xcheck_rel_diff=diff)
+            if ref["certified"]:
                 # below the certified lower bound: one of the two is wrong
-                row["xcheck_flag"] = "DISAGREE" if ref["certified"] else "liblinear lower"
-            elif (Pll - fstar) / abs(fstar) > 1e-4:
-                row["xcheck_flag"] = "liblinear not converged"
-            else:
-                row["xcheck_flag"] = "agree"
-            if not ref["certified"]:
+                row["xcheck_flag"] = ("DISAGREE" if diff < -ref["gap"] * 1.01 - 1e-12 else
+                                      "liblinear not converged" if diff > 1e-4 else "agree")
+            else:  # nothing certified: LIBLINEAR's point may be the better one, and f* is then its P
+                row["xcheck_flag"] = ("liblinear lower (f* from it)" if diff < -1e-6 else
+                                      "liblinear higher" if diff > 1e-4 else "agree (f* uncertified)")
                 fstar = min(fstar, Pll)
         else:
             row.update(xcheck=f"-s {s} -e {eps:g} past {args.budget * 3:g}s")
@@ -599,6 +602,9 @@ def run_case(spec, X, y, info, lname, args, log):
     ours = svmopt_default(case, args.thresh, args.budget, args.compile_budget, tick, args.repeats)
     if ours.get("note"):
         notes.append(ours["note"])
+    if ours["status"] == "CONVERGED" and ours["err"] > args.thresh + (ref["gap"] if ref["certified"] else 0.0):
+        # the float32 certificate holds for X rounded to float32; the error is measured on the float64 problem
+        notes.append(f"CONVERGED (float32 gap <= tol) but float64 error {ours['err']:.2g} > {args.thresh:g}")
     row.update(auto_method=ours["method"], auto_stages=ours["stages"], status=ours["status"], svmopt_s=ours["time"],
                svmopt_wall_s=ours["wall"], svmopt_err=ours["err"], svmopt_reached=ours["reached"],
                compile_s=ours["compile"])
