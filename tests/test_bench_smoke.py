@@ -230,3 +230,43 @@ def test_l1_bench_certificate_is_svmopts(loss_name):
     assert g == pytest.approx(float(r.relative_gap), rel=1e-6)
     assert l1bench.primal(X, pm(y), np.asarray(r.w, float), loss_name) == pytest.approx(
         float(r.primal_objective), rel=1e-12)
+
+
+def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path):
+    """bench.suite on two tiny generated problems (each in its own process, as the full run): the CSV has
+    its columns and one row per problem x loss; every f* is certified to a relative gap <= 1e-6 by
+    svmopt in float64 and again by numpy from the solution's w and dual point; no run goes below f*; a
+    default solve that certified its 1e-3 gap is within 1e-3 of f*. The problem list is a function of
+    the seed that spans the ranges."""
+    from bench import suite
+
+    full0, full0b, full1 = (suite.problems(s, "full") for s in (0, 0, 1))
+    assert full0 == full0b and full0 != full1
+    gen = [s for s in full0 if s.kind == "gen"]
+    assert len(gen) >= 40 and {"a9a", "ijcnn1", "news20-bin", "breast-cancer"} <= {s.name for s in full0}
+    assert min(s.rows for s in gen) < 2_000 and max(s.rows for s in gen) > 200_000
+    assert min(s.features for s in gen) < 30 and max(s.features for s in gen) > 30_000
+    assert min(s.C for s in gen) < 0.05 and max(s.C for s in gen) > 20 and min(s.pos_frac for s in gen) < 0.03
+    assert {s.scale for s in gen} == {"raw", "01", "std"} and {s.dense for s in gen} == {True, False}
+    assert all(s.rows <= 20_000 for s in suite.problems(0, "small") if s.kind == "gen")
+
+    out = tmp_path / "suite.md"
+    res = suite.main(["--size", "smoke", "--limit", "2", "--budget", "20", "--out", str(out)])
+    rows = _csv(out.with_suffix(".csv"))
+    assert set(suite.COLUMNS) <= set(rows[0]) and len(rows) == 4
+    assert {(r["problem"], r["loss"]) for r in rows} == {(s.name, lo) for s in suite.problems(0, "smoke")[:2]
+                                                        for lo in ("L1", "L2")}
+    for r in rows:
+        case = f"{r['problem']} {r['loss']}: {r['note']}"
+        assert r["ref_certified"] == "True" and float(r["ref_gap"]) <= 1e-6, case
+        assert float(r["ref_gap_numpy"]) <= 1e-6, case
+        assert r["xcheck_flag"] != "DISAGREE" and r["below_fstar"] == "", case
+        assert r["auto_method"] and float(r["compile_s"]) >= 0 and float(r["svmopt_s"]) > 0, case
+        if r["status"] == "CONVERGED":
+            assert -1e-6 <= float(r["svmopt_err"]) <= 1e-3 and r["svmopt_reached"] == "True", case
+        assert math.isfinite(float(r["ratio"])) and float(r["ratio"]) > 0, case
+    md = out.read_text()
+    assert "python -m bench.suite --size smoke" in md and "seed 0" in md and "liblinear-official" in md
+    for head in ("## Summary", "## Per problem", "## References and cross-checks", "| L1 | 2 |", "| L2 | 2 |"):
+        assert head in md, head
+    assert set(res["summary"]) == {"L1", "L2"}
