@@ -26,7 +26,7 @@ from .driver import compile_count
 
 __version__ = "0.1.0"
 
-_cache._auto()
+_cache.enable_default()
 
 
 ConvergenceWarning: type  # served by __getattr__ below (the annotation names it for documentation tools)
@@ -36,7 +36,7 @@ a subclass of ``sklearn.exceptions.ConvergenceWarning`` too when scikit-learn is
 
 def __getattr__(name):
     # ConvergenceWarning subclasses scikit-learn's when scikit-learn is installed; resolving it
-    # on first use keeps scikit-learn's import (~0.8 s) out of ``import svmopt``
+    # on first use keeps scikit-learn's import out of ``import svmopt``
     if name == "ConvergenceWarning":
         from .result import public_convergence_warning
         return public_convergence_warning()

@@ -1,7 +1,7 @@
 """JAX's persistent compilation cache, on by default for svmopt users.
 
-A first call of a solver compiles its loop (about 1-3 s on a laptop CPU, more than many
-solves take). JAX can keep compiled programs on disk; svmopt turns that on when it is
+A first call of a solver compiles its loop, which takes longer than many solves. JAX can keep
+compiled programs on disk; svmopt turns that on when it is
 imported, in a per-user folder, so a new process reuses what an earlier one compiled:
 
     $SVMOPT_CACHE_DIR, else $XDG_CACHE_HOME/svmopt/jax, else ~/.cache/svmopt/jax
@@ -38,7 +38,7 @@ def enable_compilation_cache(path=None) -> Path | None:
     except OSError:
         return None  # a read-only home: compile as before
     jax.config.update("jax_compilation_cache_dir", str(path))
-    # svmopt's programs compile in 0.2-3 s: cache them all (JAX's default skips those under 1 s)
+    # cache them all: many of svmopt's programs compile in under 1 s, which JAX's default skips
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     _ours["dir"] = str(path)
     return path
@@ -50,7 +50,7 @@ def disable_compilation_cache() -> None:
     _ours["dir"] = None
 
 
-def _auto() -> None:
+def enable_default() -> None:
     if os.environ.get("SVMOPT_COMPILATION_CACHE", "1").strip().lower() in ("0", "off", "false", "no"):
         return
     if jax.config.jax_compilation_cache_dir:  # configured by the user

@@ -10,8 +10,8 @@ Rules make them ordinary JAX citizens: batching (vmap over x is one call with K 
 a batched matrix falls back to the XLA path), JVP (bilinear in data and x) and transpose
 (X^T u is the transpose of X w), so jit, vmap, grad, jvp and linear_transpose all work.
 
-Measured per pass (one X w + one X^T u, ``python -m bench.sparse_pass``): the custom call
-runs at scipy's speed; the XLA path 2.5-5x slower on CPU.
+Per pass (one X w + one X^T u, ``python -m bench.sparse_pass``) the custom call runs at about
+scipy's speed, the XLA path slower on CPU (docs/auto.md).
 """
 from __future__ import annotations
 
@@ -275,8 +275,8 @@ def keep_rows(indices, indptr, keep):
     """(perm, indptr', indices', row_ids', src): the rows with ``keep`` (n,) first, in order, then
     the others (row r of the result is row perm[r]; entry p is entry src[p] of X, so data' =
     data[src]), indptr' ending every later row at the kept rows' last entry. The CPU custom
-    call only (``ffi_available()``): one pass, where XLA's cumsum and repeat over the entries
-    took 7 ms on a9a. Integer operands and results: nothing to differentiate; vmap maps it."""
+    call only (``ffi_available()``): one pass, cheaper than XLA's cumsum and repeat over the
+    entries. Integer operands and results: nothing to differentiate; vmap maps it."""
     if not ffi_available():  # (also what registers the target)
         raise RuntimeError("svmopt csr keep_rows needs the compiled CPU kernels (svmopt._csr_ffi)")
     return _keep_rows_call(indices, indptr, keep)

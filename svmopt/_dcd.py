@@ -1,15 +1,16 @@
 """One pass of serial dual coordinate descent as a compiled CPU kernel (``svmopt/_dcd_ffi.cc``).
 
-Under XLA a coordinate step is a few kernel launches of ~0.1 us each plus a gather of the
-pass's records, which left ``dual_cd``'s serial pass 2-27x slower than LIBLINEAR's loop.
-The custom call runs the whole pass (random order, eq. 12 / 8 / 9 / 13, shrinking of eq. 16)
-in one launch. ``dual_cd`` uses it on the CPU where the extension is built and passed its
-self-test; everywhere else it runs its pure-XLA serial pass (``svmopt/solvers/dual_cd.py``).
+Under XLA a coordinate step is a few kernel launches plus a gather of the pass's records, which
+left ``dual_cd``'s serial pass well behind LIBLINEAR's loop (docs/auto.md). The custom call runs
+the whole pass (random order, eq. 12 / 8 / 9 / 13, shrinking of eq. 16) in one launch. ``dual_cd``
+uses it on the CPU where the extension is built and passed its self-test; everywhere else it runs
+its pure-XLA serial pass (``svmopt/solvers/dcd_passes.py``).
 
   pass_(w, alpha, coef, rows, active, Mbar, mbar, bits) -> (w', alpha', kept, M, m)
 
 coef (n, 4) = [D_ii, lo_i, hi_i, 1/Qbar_ii]; rows = ``rows(op, y)`` (the operator's own arrays and
-the labels: the kernel forms z_i = y_i x_i as it goes); bits (2,) uint32 seed the pass's order. vmap runs the lanes one after the other (a pass is sequential by nature).
+the labels: the kernel forms z_i = y_i x_i as it goes); bits (2,) uint32 seed the pass's order.
+vmap runs the lanes one after the other (a pass is sequential by nature).
 """
 from __future__ import annotations
 
@@ -49,9 +50,9 @@ def supports(dtype) -> bool:
 
 def rows(op, y):
     """The rows for the kernel: CSR (vals, cols, ptr) or dense (vals (n, d), empty cols / ptr), and
-    the labels y. The arrays are the operator's own (no label-scaled copy of X: on dense 200k x 55
-    float32 that copy cost 44 MB and ~20 ms a solve; no clipped copy of the columns: the kernel
-    clamps each index into [0, d) where it reads it, and checks the row pointers)."""
+    the labels y. The arrays are the operator's own (no label-scaled copy of X, which costs memory
+    and time every solve; no clipped copy of the columns: the kernel clamps each index into [0, d)
+    where it reads it, and checks the row pointers)."""
     y = jnp.asarray(y, op.dtype)
     if op.layout == "sparse":
         data, indices, indptr, _ = op.entries()

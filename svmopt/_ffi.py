@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jax
 
-__all__ = ["load", "registered", "PREFIX"]
+__all__ = ["load", "registered", "extension", "PREFIX"]
 
 PREFIX = "svmopt_"
 """Every target svmopt registers starts with this."""
@@ -59,6 +59,14 @@ def load(extension: str, self_test) -> bool:
         ok = False
     _loaded[extension] = ok
     return ok
+
+
+def extension(name: str):
+    """The built extension module ``svmopt.<name>`` (its host-side helpers too), or None."""
+    try:
+        return importlib.import_module(f"svmopt.{name}")
+    except ImportError:
+        return None
 
 
 def registered() -> frozenset:

@@ -73,7 +73,7 @@ def columns(op, impl: str = "auto"):
         n, d = op.shape
         data, indices, indptr, _ = op.entries()
         dt = data.dtype
-        call = jax.ffi.ffi_call(  # a counting sort in the kernel module (an XLA sort cost a9a 150 ms a solve)
+        call = jax.ffi.ffi_call(  # a counting sort in the kernel module (cheaper than an XLA sort)
             f"svmopt_csc_{_DTYPES[np.dtype(dt)]}",
             (jax.ShapeDtypeStruct(data.shape, dt), jax.ShapeDtypeStruct(data.shape, jnp.int32),
              jax.ShapeDtypeStruct((d + 1,), jnp.int32)), vmap_method="sequential")
@@ -97,7 +97,7 @@ def columns_xla(op):
     key = jnp.where(used, indices.astype(jnp.int32), d)
     b = max(1, (nnz - 1).bit_length())
     if (d + 1).bit_length() + b <= 32:
-        # column above position in one uint32: a sort of one array (~10x a key-value sort on the CPU),
+        # column above position in one uint32: a sort of one array (cheaper than a key-value sort on the CPU),
         # stable because positions are distinct
         packed = lax.sort((key.astype(jnp.uint32) << b) | pos.astype(jnp.uint32), is_stable=False)
         perm = (packed & jnp.uint32((1 << b) - 1)).astype(jnp.int32)
@@ -233,7 +233,7 @@ def solve_xla(w, G, D, cols, active, params, bits):
         return lax.fori_loop(0, (end - start + B - 1) // B, body, init)
 
     # H_j = sum_i x_ij^2 D_i + c of the active columns, a column walk each (a segment sum over the
-    # entries is a scatter: 4 ms a call on a9a, more than a pass)
+    # entries is a scatter, costlier than a pass)
     if sparse:
         xD = vals * D[idx]  # x_ij D_i once: the passes' column walks gather only Xd
 

@@ -1,9 +1,9 @@
 """svmopt's compiled programs kept on disk, so a new process skips tracing and lowering too.
 
 JAX's persistent compilation cache (``svmopt._cache``) saves XLA's compile, but its key is the
-lowered program: a new process still traces and lowers svmopt's loops first, about 0.5 s of
-Python on a laptop CPU for the default solve of a small problem (more than the solve). Here
-the *executable* of each driver program is stored under a key computed without tracing:
+lowered program: a new process still traces and lowers svmopt's loops first, in Python, which
+for a small problem takes longer than the solve. Here the *executable* of each driver program is
+stored under a key computed without tracing:
 
 * every static part of the arguments' pytree structure (the method's settings, the loss,
   the regularizer, the operator's layout), written out by ``_canon``: numbers, strings,

@@ -123,7 +123,7 @@ def check_labels(y, n: int, what: str = "a binary SVM"):
         missing = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and not math.isfinite(v))]
         if missing:
             raise ValueError(f"y contains a missing label (None or NaN) at index {missing[0]}")
-    if np.issubdtype(y.dtype, np.number) and y.size:  # two numeric labels: no sort (a9a: 0.25 -> 0.05 ms)
+    if np.issubdtype(y.dtype, np.number) and y.size:  # two numeric labels: no sort
         lo, hi = y.min(), y.max()
         if lo != hi and np.all((y == lo) | (y == hi)):
             return y, np.array([lo, hi], dtype=y.dtype)

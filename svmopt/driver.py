@@ -145,11 +145,11 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     tc = 0.0
     init, dt = compiled("init", loop.init, (method, pb, start))
     tc += dt
-    try:  # the program's own output types (tracing init again for them costs a new process ~0.1 s)
+    try:  # the program's own output types (not tracing init again for them)
         state_shape = init.out_info
     except AttributeError:  # an older JAX
         state_shape = _with_shardings(jax.eval_shape(loop.init, method, pb, start), init)
-    # the loop's scalars in one transfer (one each cost ~0.25 ms a solve)
+    # the loop's scalars in one transfer, not one each
     k, code, one, last, report = jax.device_put([np.int32(0), np.int32(RUNNING), np.int32(1), np.int32(max_iter),
                                                  np.asarray(bool(verbose))])
     chunk_args = (method, pb, state_shape, k, code, one)

@@ -304,10 +304,8 @@ class SVMClassifier(_Params):
     loss : None (default: "squared_hinge" for a linear model, as scikit-learn's ``LinearSVC``
         and LIBLINEAR's ``-s 1``; "hinge" for a kernel model, as ``SVC``), "hinge",
         "squared_hinge", "least_squares", "logistic", a number p >= 1 (Lp hinge), or an
-        ``svmopt.losses.Loss``. (Until 0.1 the default was the hinge: as a drop-in for
-        ``LinearSVC`` on letter it scored 0.4988 against LinearSVC's 0.6994; with the same
-        loss the two agree, 0.6996 against 0.6994.) ``svmopt.solve``'s default loss is the
-        hinge.
+        ``svmopt.losses.Loss``. (The squared hinge makes it a drop-in for ``LinearSVC``, whose
+        scores it then matches; docs/auto.md.) ``svmopt.solve``'s default loss is the hinge.
     reg : "l2" (default), "l1" or an ``svmopt.regularizers.Regularizer``.
     method : "auto" (default: the solver measured fastest for the problem, see ``svmopt.solvers.auto``;
         a kernel model gets alfpgm with the hinge, nesvm with a smooth loss), None (the same), or a
@@ -398,14 +396,12 @@ class SVMClassifier(_Params):
                   **(self.method_params or {}))
         if self.method is not None and not (isinstance(self.method, str) and self.method == "auto"):
             kw["method"] = resolve_method(self.method)
-        elif kernel is not None:  # the hinge: LIBSVM's dual (alfpgm); a smooth loss: NESVM in kernel form
-            kw["method"] = resolve_method("alfpgm" if loss.family.kink else "nesvm")
         if classes.size == 2:
             res = solve(X, y, **kw)
         elif kernel is None:
             res = solve_multiclass(X, y, **kw)
         else:  # kernel models: one-vs-one, as SVC
-            if not getattr(kw["method"], "supports_kernel", False):  # what solve() says for two classes
+            if "method" in kw and not getattr(kw["method"], "supports_kernel", False):  # as solve() says
                 raise ValueError(f"method {kw['method'].name} is linear; for kernel={kernel!r} use method='alfpgm'")
             res = solve_multiclass(X, y, strategy="ovo", **kw)
         self._set_fitted(res, X.shape[1])

@@ -40,8 +40,8 @@ _DEMOTE = 2**30  # demoted rows rank below every used one (stamps stay < 2**29 +
 def top_k(v, k: int):
     """(values, indices) of the k largest entries of the 1-D ``v``, largest first, ties by index.
 
-    ``lax.top_k``: on CPU (jax 0.10) it no longer sorts all of v (0.2 ms at n = 50,000, k = 128)
-    and compiles in a fraction of a second.
+    ``lax.top_k``: on CPU (jax 0.10) it no longer sorts all of v, and compiles in a fraction of a
+    second (bench/results/design-notes.md).
     """
     return lax.top_k(v, k)
 

@@ -151,7 +151,7 @@ def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
     D is the better of the final iterate's plain candidates (no polish: a summary is cheap)
     and the best certificate of the loop (which certified a CONVERGED status). A CONVERGED run
     ends on the state its last check certified: that check's primal, dual and alpha are the
-    summary's, without the three products of computing them again (a9a's squared hinge: 1 ms)."""
+    summary's, without the three products of computing them again."""
     st = loop.st
     it, primal, dual, alpha = final_objectives(method, pb, loop, code)
     best, best_alpha = best_certificate(loop, dual, alpha)

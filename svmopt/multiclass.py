@@ -25,6 +25,7 @@ import numpy as np
 import jax
 
 from . import finish, plan, stages
+from .kernels import predict_kernel
 from .multiclass_kernel import solve_ovo
 from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
@@ -46,15 +47,20 @@ class MulticlassResult(Result):
     """
 
     def decision_function(self, X):
-        """(n, K) decision values w_k.x + b_k (kernel: sum_j dual_coef_kj K(x, sv_j) + b_k)."""
+        """(n, K) decision values w_k.x + b_k (kernel: sum_j dual_coef_kj K(x, sv_j) + b_k); a path over
+        m values of C (``svmopt.path`` with K > 2 classes: w (m, K, d)) gives (m, n, K)."""
         b = np.asarray(self.b)
         if self.kernel is not None:
-            from .kernels import predict_kernel  # lazy: only kernel models need it
             return predict_kernel(self.kernel, self.support_vectors, np.asarray(self.dual_coef).T, X) + b
-        return np.asarray(X @ np.asarray(self.w).T) + b
+        w = np.asarray(self.w)
+        if w.ndim == 3:
+            m, K, d = w.shape
+            f = np.asarray(X @ w.reshape(m * K, d).T).reshape(-1, m, K)
+            return np.transpose(f, (1, 0, 2)) + b[:, None, :]
+        return np.asarray(X @ w.T) + b
 
     def predict(self, X):
-        return np.asarray(self.classes)[np.argmax(self.decision_function(X), axis=1)]
+        return np.asarray(self.classes)[np.argmax(self.decision_function(X), axis=-1)]
 
     @property
     def message(self) -> str:
@@ -62,8 +68,9 @@ class MulticlassResult(Result):
         if np.all(st == Status.CONVERGED):
             return f"all {st.size} one-vs-rest problems converged"
         parts = []
+        classes = np.broadcast_to(np.asarray(self.classes), st.shape)
         for code in np.unique(st[st != Status.CONVERGED]):
-            names = ", ".join(str(c) for c in np.asarray(self.classes)[st == code])
+            names = ", ".join(str(c) for c in np.unique(classes[st == code]))
             parts.append(f"{Status(int(code)).name} for class(es) {names} ({Status(int(code)).message})")
         return "; ".join(parts)
 

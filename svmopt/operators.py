@@ -28,18 +28,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _csr
+from . import _csr, _ffi
 from .checks import check_finite_X
 
 __all__ = ["DenseOperator", "SparseOperator", "as_operator"]
 
 
 def _tdot(u, X):
-    """X^T u for dense X (n, d). On the CPU as a fused multiply and column sum: XLA's vector-matrix
-    dot there took 15.8 ms on 200k x 55 float32 against 4.7 ms (and a max relative error of 8.9e-6
-    against 1.1e-6) for the sum; elsewhere, and in float64, the backend's dot (with the sum, a
-    float64 dual CD run on heart_scale ended with w 2.8e-9 away from X^T (alpha y) instead of
-    1e-15: not understood yet, so float64 keeps the dot that precision tests were built on)."""
+    """X^T u for dense X (n, d). In float32 on the CPU as a fused multiply and column sum, faster
+    and more accurate there than XLA's vector-matrix dot; elsewhere, and in float64, the backend's
+    dot (with the sum, a float64 dual CD run drifted further from X^T (alpha y), not understood
+    yet, so float64 keeps the dot that precision tests were built on; docs/auto.md)."""
     if (jax.default_backend() == "cpu" and jnp.ndim(u) == 1 and jnp.ndim(X) == 2
             and jnp.result_type(u, X) == jnp.float32):
         return jnp.sum(X * u[:, None], axis=0)
@@ -114,8 +113,7 @@ class DenseOperator:
         return jnp.max(jnp.abs(self.X), axis=1)
 
     def sq_rmatvec(self, D):
-        """(X o X)^T D in one contraction that never forms X o X (it was written out and read back
-        at every Newton step before)."""
+        """(X o X)^T D in one contraction that never forms X o X."""
         return jnp.einsum("ij,ij,i->j", self.X, self.X, D)
 
     def walks_rows(self) -> bool:
@@ -185,8 +183,7 @@ class SparseOperator:
             raise ValueError(f"rows={n} is fewer than the matrix's {n0}")
         dt = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
         arrays = _host_arrays(A, n, dt, nnz_to, pad_rows, bias)
-        # built on the host and sent in one transfer (a conversion on the device and four
-        # transfers cost a9a's solve 7 ms a call)
+        # built on the host and sent in one transfer (not a conversion on the device and four transfers)
         return cls(*jax.device_put(arrays), (n, d0 + (bias is not None)), impl)
 
     @property
@@ -221,8 +218,7 @@ class SparseOperator:
 
     def row_sq_norms(self):
         """||x_i||^2 per row: the product of X o X with ones, so the CPU kernel's row walk computes
-        it (sparse-gen 100k x 47k float32: the segment sum cost ~100 ms, dual CD and newton's dual
-        pass ask for it)."""
+        it rather than a segment sum (dual CD and newton's dual pass ask for it)."""
         d = self._shape[1]
         ones = jnp.ones((d,), self.data.dtype)
         return _csr.matvec(self.data * self.data, self.indices, self.indptr, self.row_ids, ones, self.impl)
@@ -321,8 +317,8 @@ def _host_arrays(A, n, dt, nnz_to, pad_rows, bias):
 def _dense_host(X, dtype, bias, rows):
     """X (numpy or scipy.sparse) as one (rows, d [+ 1]) host array of ``dtype``: the rows past X's
     zero, the bias column last, 64-byte aligned so that the transfer takes it without a copy (the
-    device-side cast, row padding and column append cost ijcnn1 about 4 ms a call, and a compile per
-    shape in a new process). A value NaN, infinite or beyond ``dtype`` is refused, naming its row."""
+    device-side cast, row padding and column append cost time every call, and a compile per shape in
+    a new process). A value NaN, infinite or beyond ``dtype`` is refused, naming its row."""
     dt = np.dtype(jax.dtypes.canonicalize_dtype(dtype or jnp.float32))
     n0, d0 = X.shape
     rows = n0 if rows is None else max(int(rows), n0)
@@ -354,8 +350,7 @@ def _stored(A, n, bias, nnz_to):
 
 def _aligned(size, dtype, align=64):
     """An empty array whose data starts on a 64-byte boundary: JAX's CPU client then takes it
-    as the device buffer without a copy (a9a's four arrays: 1.6 -> 0.2 ms). Only arrays no one
-    else holds: the device array aliases it."""
+    as the device buffer without a copy. Only arrays no one else holds: the device array aliases it."""
     dtype = np.dtype(dtype)
     raw = np.empty(size * dtype.itemsize + align, np.uint8)
     at = -raw.ctypes.data % align
@@ -363,11 +358,8 @@ def _aligned(size, dtype, align=64):
 
 
 def _compiled_build():
-    try:
-        from . import _csr_ffi
-    except ImportError:
-        return None
-    return getattr(_csr_ffi, "build_csr", None)
+    """The extension's one-pass CSR builder (bias feature, row bucket), or None where it is not built."""
+    return getattr(_ffi.extension("_csr_ffi"), "build_csr", None)
 
 
 def _canonical(A):

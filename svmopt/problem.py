@@ -112,8 +112,8 @@ def project_dual(pb: Problem, alpha, weight=None):
     last rounding is removed by scaling the class with the larger sum (exact, and inside the
     box when the lower bound is 0). ``weight`` (n,) > 0 makes it the projection in the norm
     sum_i weight_i alpha_i^2 (default 1). Duals unbounded on both sides get the exact shift.
-    (Until 2026-11 the equality was restored by the scaling alone, which can cost far more
-    dual objective when y^T alpha is large: every alpha of a class shrinks.)
+    (The scaling alone can cost far more dual objective when y^T alpha is large: every alpha of a
+    class shrinks.)
     """
     lo, hi = dual_box(pb)
     live = pb.cs > 0

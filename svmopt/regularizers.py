@@ -6,14 +6,15 @@ leaves, the functions are a static family. The intercept is never passed here
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
 
 from . import smoothing
 from .losses import MissingCapability
+from .losses.base import Composite
 
 __all__ = ["Regularizer", "l2", "l1", "smoothed_l1", "elastic_net", "custom"]
 
@@ -40,23 +41,9 @@ class _RegFamily:
 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)
-class Regularizer:
+class Regularizer(Composite):
     """A regularizer R(w) with its capabilities: ``value``, ``grad``, ``prox``, ``lipschitz``,
     ``conjugate`` (see the module docstring); ``params`` are its runtime numbers (pytree leaves)."""
-
-    family: _RegFamily
-    params: Any = field(default_factory=dict)
-
-    def tree_flatten(self):
-        return (self.params,), self.family
-
-    @classmethod
-    def tree_unflatten(cls, family, children):
-        return cls(family, children[0])
-
-    @property
-    def name(self):
-        return self.family.name
 
     def __repr__(self):
         try:

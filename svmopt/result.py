@@ -23,11 +23,10 @@ class ConvergenceWarning(UserWarning):
 
     ``svmopt.ConvergenceWarning`` is this class made a subclass of
     ``sklearn.exceptions.ConvergenceWarning`` too when scikit-learn is installed (resolved
-    when the name is first used, so ``import svmopt`` does not pay scikit-learn's ~0.8 s
-    import), and every warning svmopt emits once scikit-learn is imported is of that
-    class: scikit-learn's warning filters (and ``GridSearchCV``'s) treat it as theirs, and
-    filters or ``pytest.warns`` on either class catch it. Without scikit-learn it is this
-    class.
+    when the name is first used, so ``import svmopt`` does not pay scikit-learn's import),
+    and every warning svmopt emits once scikit-learn is imported is of that class:
+    scikit-learn's warning filters (and ``GridSearchCV``'s) treat it as theirs, and filters or
+    ``pytest.warns`` on either class catch it. Without scikit-learn it is this class.
     """
 
 

@@ -8,7 +8,8 @@ from conftest import data_path
 from references import load, objective
 
 import svmopt
-from svmopt.cli import _folds, predict_main, train_main
+from svmopt.cli import predict_main, train_main
+from svmopt.cli.train import _folds
 from svmopt.io import load_liblinear_model, save_liblinear_model
 
 ll = pytest.importorskip("liblinear.liblinearutil")

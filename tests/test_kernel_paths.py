@@ -21,7 +21,7 @@ from svmopt.solvers.base import Start
 from references import load, pm
 
 F64 = jnp.float64
-dual_cd_module = importlib.import_module("svmopt.solvers.dual_cd")  # (the package exports the instance)
+dcd_passes = importlib.import_module("svmopt.solvers.dcd_passes")  # (dual_cd's XLA passes)
 
 
 def maxdiff(a, b):
@@ -78,7 +78,7 @@ def test_dual_cd_compiled_pass_equals_the_xla_pass(loss, monkeypatch):
     Same w, alpha, kept rows and bounds to rounding; w = X^T (alpha y) for the XLA pass."""
     X, y = load("a9a")
     pb = prepare(X, y, loss=loss, reg=l2, fit_intercept=False, dtype=F64, bucket=False)[0]
-    monkeypatch.setattr(dual_cd_module, "_random_order",
+    monkeypatch.setattr(dcd_passes, "_random_order",
                         lambda key, n: _l1cd.permutation(jax.random.bits(key, (2,), jnp.uint32), n))
 
     init = jax.jit(lambda m, pb, start: m.init(pb, start))

@@ -72,15 +72,15 @@ class LossFamily:
         return self
 
 
-@jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True, eq=False)
-class Loss:
-    """A loss of the margin: ``family`` (static functions) and ``params`` (pytree)."""
+class Composite:
+    """A ``family`` of static functions with its runtime numbers ``params``: a pytree whose leaves
+    are the params (a new value never recompiles) and whose structure is the family. Losses and
+    regularizers are composites."""
 
-    family: LossFamily
+    family: Any
     params: Any = field(default_factory=dict)
 
-    # pytree protocol: params are leaves, the family is static
     def tree_flatten(self):
         return (self.params,), self.family
 
@@ -91,6 +91,12 @@ class Loss:
     @property
     def name(self) -> str:
         return self.family.name
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclass(frozen=True, eq=False)
+class Loss(Composite):
+    """A loss of the margin: ``family`` (static functions, a ``LossFamily``) and ``params`` (pytree)."""
 
     def __repr__(self) -> str:
         try:

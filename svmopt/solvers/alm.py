@@ -26,8 +26,8 @@ Stopping (``criterion``):
          (eq. 26) as the dual point, projected to be feasible. Certifies the answer; works for
          p = 1. For differentiable losses -C s l'(margin) is a dual point too and the better of
          the two counts (one more X^T u per iteration): along a run the multipliers' gap is often
-         10-1000x smaller (with Jacobi preconditioning the other one stalled above 1e-3), while
-         at tight tolerances the other one is exact and the multipliers' can stall.
+         far smaller, while at tight tolerances the other one is exact and the multipliers' can
+         stall.
   "grad" LIBLINEAR's rule ||grad P|| <= grad_tol * ||grad P(0)|| (paper default 0.01);
          needs a differentiable loss (p > 1). The driver then certifies the gap; when
          it is above tol, grad_tol is divided by 10 and the run goes on.
@@ -76,10 +76,7 @@ class ALM(Method):
     variant     "inexact" (Algorithm 2, default) or "exact" (Algorithm 1, CG per iteration)
     mu0         initial penalty, relative to the data: mu_1 = mu0 / (max(C, 1) mean ||x_i||^2). Below
                 C = 1 the penalty stops growing as 1/C: with mu0 / (C mean ||x_i||^2) the hinge with
-                a free intercept ended MAX_ITER at C = 1e-3 and 1e-2 on standardized breast-cancer,
-                moons, heart_scale, a9a and ijcnn1 (the intercept barely moved; P 6.7x the optimum on
-                blobs) and ijcnn1 at C = 0.1; capped, all certified (a9a C = 0.1 in 297 iterations
-                instead of 1472), and C >= 1 is as before
+                a free intercept ended MAX_ITER at small C, the intercept barely moving (docs/auto.md)
     rho         growth factor of mu per iteration (>= 1; 1 keeps mu fixed)
     mu_max      cap of mu, relative like mu0
     criterion   "gap" (certificate in the loop) or "grad" (LIBLINEAR's rule, then certified)
@@ -94,8 +91,8 @@ class ALM(Method):
                         ``mu_every`` iterations, mu /= mu_factor if the dual residual
                         ||(w + X^T lam, 1^T lam)|| > mu_down * the primal one ||X w + b - y + e||
                         (differentiable losses only), mu *= mu_factor if primal > mu_up * dual.
-                        Removes the tail crawl of precondition=True at tight tolerances (a9a squared
-                        hinge to 1e-5: 620 iterations instead of >5000). l2-type regularizers.
+                        Removes the tail crawl of precondition=True at tight tolerances (docs/auto.md).
+                        l2-type regularizers.
     mu_down, mu_up, mu_factor, mu_every, mu_min   its runtime numbers (mu_min relative like mu0)
     power_iters         power iterations for L of the prox step (non-quadratic regularizers)
     """
@@ -255,7 +252,7 @@ def _balance_mu(m, st, mu, crit, r, s, shrink):
     ``mu_factor`` when s > mu_down * r, multiply it when r > mu_up * s (residual balancing,
     Boyd et al. 2011 sec. 3.4.1, applied only when progress stalls). lam is the unscaled
     multiplier: it stays. ``shrink`` (static) is False for the hinge: there a smaller mu slowed
-    every tail measured (a9a to 1e-5: 3242 iterations instead of 1429), a larger one helped.
+    the tail, a larger one helped.
     A change resets the reference criterion, so mu moves at most once per ``mu_every``."""
     halved = crit <= 0.5 * st.ref
     tick = jnp.where(halved, 0, st.tick + 1)

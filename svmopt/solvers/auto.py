@@ -1,82 +1,50 @@
-"""``method="auto"`` (the default): the solver and settings that measured fastest to a certified gap.
+"""``method="auto"`` (the default): per problem, a method that certifies the gap, and what follows it where it does not.
 
 ``auto`` never runs itself: ``svmopt.solve`` (and ``solve_multiclass``, ``path``, the estimator)
-replace it by ``auto.choose(pb)``, the first method of the table below that accepts the
-problem, configured with the caller's ``tol``. ``Result.method`` names the method that ran and
+replace it by ``auto.choose(pb)``, the first method of the table below that accepts the problem,
+configured with the caller's ``tol``. ``Result.method`` names the method that ran and
 ``Result.extras["auto"]`` says why it was picked.
 
-The decision table (first match wins; every row certifies the relative duality gap):
+Decision table (first match wins; "wide": more features than rows; "CPU": the method's compiled
+kernel is built, X unsharded):
 
-  problem                                         method                     why
-  ----------------------------------------------  -------------------------  -------------------------
-  a kernel                                        alfpgm, else nesvm         the kernel methods; alfpgm
-                                                                             where it applies (hinge, l2,
-                                                                             free intercept)
-  twice-differentiable loss (squared hinge, Lp    newton                     a few Newton steps of a
-  with p >= 1.2, logistic, least squares,                                    handful of matvecs each
-  smoothed hinge, from_function), l2-type
-  regularizer, rows >= features
-  the squared hinge (a box dual without an        newton(warm="dual_cd")    LIBLINEAR's -s 1: dual CD
-  upper end), l2, no free intercept, more                                    passes, then Newton steps
-  features than rows, on the CPU with the                                    from their w
-  compiled pass
-  a loss whose dual is a bounded box (the         dual_cd                    LIBLINEAR's -s 3 as one
-  hinge), l2, no free intercept (the bias                                    compiled call per pass;
-  feature or none), on the CPU with the                                      shrinking fixes most of
-  compiled pass (svmopt._dcd.available())                                    alpha at a bound early;
-                                                                             then dual_newton (wide
-                                                                             data) or alm if
-                                                                             uncertified (the
-                                                                             hand-over, below)
-  any other loss with an l2-type regularizer      alm(precondition=True,     Jacobi-scaled ALM steps,
-                                                      adapt_mu=True)         penalty adapted on a stall
-  (the hinge with a free intercept or off the
-  CPU; any loss on wide data)
-  l1 or elastic net with a twice-differentiable   newglmnet                  newGLMNET: Newton steps,
-  loss (Lp with p >= 1.2), on the CPU with the                               the l1 term exact in the
-  compiled inner solve                                                       model, coordinate descent
-                                                                             on it (compiled)
-  l1, elastic net, smoothed l1, custom           alm (proximal step)        the one prox method
-  regularizers (and the above without the
-  compiled kernel, or with a kinked loss)
+  problem                                             method                    why
+  a kernel                                            alfpgm, else nesvm        kernel methods (alfpgm: hinge, l2, free intercept)
+  twice-differentiable loss (Lp: p >= NEWTON_MIN_P),  newton                    a few Newton steps, matvecs only
+    l2-type regularizer, rows >= features
+  squared hinge, l2, no free intercept, wide, CPU     newton(warm="dual_cd",    LIBLINEAR's -s 1: dual CD passes,
+                                                        warm_passes=300)          then Newton steps
+  bounded box dual (hinge), l2, no free intercept,    dual_cd                   LIBLINEAR's -s 3, one compiled
+    CPU                                                                           call per pass
+  any other loss with an l2-type regularizer          alm(precondition=True,    Jacobi-scaled steps, penalty
+                                                        adapt_mu=True)            adapted when the gap stalls
+  l1 / elastic net, twice-differentiable loss, CPU    newglmnet                 proximal Newton (LIBLINEAR's -s 6)
+  l1, elastic net, smoothed l1, custom regularizers   alm (proximal step)       the one proximal method
+  no duality gap for the pair                         alm(criterion="grad")     uncertified
 
-On accelerators every row that runs is matvecs only: dual CD's pass is a per-coordinate loop
-(a kernel launch per coordinate under XLA there), so the dual_cd row applies on the CPU only.
-The measurements behind it (time to a certified 1e-2 / 1e-3 gap against LIBLINEAR's best, same
-run) are in docs/auto.md and bench/results/.
+Off the CPU only matvec methods run: a dual CD pass is a loop over coordinates, one kernel launch
+per coordinate under XLA on an accelerator.
 
-The hand-over (``Auto.handover``). On wide data (more features than rows), where auto picked
-dual_cd and the caller gave no ``max_iter``, dual CD runs ``WIDE_PASSES`` (100) passes; if they
-did not certify, ``dual_newton`` (projected Newton on the same dual, ``svmopt.solvers.dual_newton``)
-goes on from their alpha. There X X^T is nonsingular and the dual strongly convex: news20-bin
-(float32, bias feature, one core) C = 1 / 10 / 100: 0.44 / 0.28 / 0.28 s, 16 / 7 / 7 Newton steps,
-all certified, against 0.53 / 5.05 / 11.4 s (UNCERTIFIED at C = 100) for dual CD's 1000 passes
-followed by alm. 50 passes first left it STALLED at C = 100 (float32), 300 cost 0.2 s more at
-C = 1; at C = 1 dual CD alone needed 589 passes. On tall data the text below applies.
+The hand-over (``Auto.handover`` gives a ``Handover`` or None). Where the caller gave no
+``max_iter``, the stage runner ``svmopt.stages`` applies it the same way to a single solve and to
+every problem of a batch (one-vs-rest, a C grid, a path point): the first method runs ``check``
+iterations; one stopped there (MAX_ITER) with a relative gap within ``go_on`` resumes exactly to
+``cap`` iterations in all; one whose status is in ``when`` goes on with ``method``, from the first
+one's (w, b, alpha) where its gap is within ``warm_within``, else from zero; where that ends
+uncertified with a larger gap, the first result stays. The rules:
 
-On tall data, dual CD's passes to a certified gap grow about in proportion
-to C (the hinge, a9a: 126 passes at C = 1, 415 at 3, 1250 at 10, 11137 at 100), while
-Jacobi-scaled ALM's iterations hardly depend on C (a9a: 830 to 1630). So where auto picked
-dual_cd and the caller gave no ``max_iter``, ``svmopt.solve`` (one C, eager) runs it for 300
-passes; if they did not certify, it goes on to dual_cd's 1000 passes where the relative gap is
-within 0.1 (or the data are wide: there the gap of dual CD's w says little about its progress,
-news20-bin C = 1 is at 0.15 after 300 passes and certified after 589), and otherwise, or if the
-1000 did not certify either, hands over to ``alm(precondition=True, adapt_mu=True)``. ALM
-starts from dual CD's (w, alpha) on wide data (news20-bin C = 3 / 10, gaps 0.38 / 0.37 after
-1000 passes: 354 / 521 ALM iterations, against 1910 / 2368 from zero) and on tall data when the
-gap is within 10 tol (a9a C = 10 at 1.3e-3: 5 iterations); further away on tall data it starts
-from zero (a9a C = 100 from the point of 300 passes at gap 0.82: 3856 iterations, from zero
-1461; ijcnn1 C = 100 at 1.3e-2: 4.2 against 3.0 s). Default solve, float32 + bias feature, wall:
-a9a C = 10 / 100 0.9 / 4.0 s, ijcnn1 C = 30 / 100 0.7 / 4.7 s, dense-gen 50k C = 30 / 100 3.5 /
-9.5 s, news20-bin C = 3 / 10 2.3 / 3.0 s, all certified (before: MAX_ITER after 1000 passes
-except ijcnn1 C = 30). ``Result.method`` then names alm, ``Result.extras["stages"]`` lists what
-ran, the timings add up every stage and the history joins them. ``solve_multiclass``
-(one-vs-rest), ``solve`` with a C grid and ``svmopt.path`` run their problems to dual_cd's cap,
-then hand each uncertified one to the same alm (warm by the same rule), one after another
-(letter C = 100: 17 of 26 classes uncertified before, 5 after, none with a larger gap;
-``Result.method`` "dual_cd+alm", per problem in ``extras["handover"]``). Where alm ends
-uncertified with a larger gap, the first result stays. Not in a traced solve (inside the
-caller's jit / vmap): there dual_cd ends at its cap as before (MAX_ITER, its warning names alm).
+  * dual_cd, wide data: ``dual_newton`` after ``WIDE_PASSES`` passes, from their alpha (X X^T is
+    nonsingular there, the dual strongly convex, while dual CD's passes grow with C);
+  * dual_cd, tall data: 300 passes, on to its cap (1000) within a gap of 0.1, then
+    ``alm(precondition=True, adapt_mu=True)`` (its iterations hardly depend on C), from dual CD's
+    point within 10 tol, else from zero (the better start far from the optimum);
+  * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point.
+
+``Result.extras["stages"]`` lists what ran (timings add up, histories join); a batch lists each
+problem handed over in ``extras["handover"]``. Not in a traced solve (inside the caller's jit /
+vmap): there the first method ends at its cap (MAX_ITER; the warning names alm).
+
+Measurements: docs/auto.md
 """
 from __future__ import annotations
 
@@ -100,7 +68,7 @@ from .newton import newton
 
 __all__ = ["Auto", "Handover", "auto"]
 
-WIDE_PASSES = 100  # dual CD's passes on wide data before dual_newton takes over (module docstring)
+WIDE_PASSES = 100  # dual CD's passes on wide data before dual_newton takes over (docs/auto.md)
 
 
 class Handover(NamedTuple):
@@ -117,9 +85,9 @@ class Handover(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Auto:
-    """The default policy, not a method: per problem, the method that measured fastest to a certified
-    gap (``choose``) and what follows it where it does not certify (``handover``). It takes only
-    ``tol``, which passes on to the methods it picks; to tune a method, name it."""
+    """The default policy, not a method: per problem, the method of the decision table (``choose``)
+    and what follows it where it does not certify (``handover``). It takes only ``tol``, which
+    passes on to the methods it picks; to tune a method, name it."""
 
     tol: float = 1e-3
 
@@ -139,13 +107,12 @@ class Auto:
             return [(alfpgm(**tol), "kernel: AL-FPGM decomposition (hinge, l2, free intercept)"),
                     (nesvm(**tol), "kernel: NESVM (alfpgm does not take this problem)")]
         out = []
-        # newton on smoothed l1 stalled in float32 just above 1e-3 (heart_scale): l2-type only;
-        # on wide data (more features than rows, news20) Jacobi-scaled ALM was 3x faster than newton
+        # l2-type only: newton on smoothed l1 stalled in float32; on wide data Jacobi-scaled ALM was faster
         if pb.reg.quadratic is not None and pb.d <= pb.n and not _near_kink(pb):
             out.append((newton(**tol), "twice-differentiable loss, an l2-type regularizer, rows >= features: "
                                        "truncated Newton"))
-        # wide data, a box dual with no upper end (the squared hinge on news20-bin): Newton from 0 took
-        # 150+ steps, dual CD alone crawled; 300 passes first left Newton 6-14 steps (LIBLINEAR's -s 1)
+        # wide data, a box dual with no upper end (the squared hinge): Newton from 0 takes many steps,
+        # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1)
         if pb.d > pb.n and box_dual(pb) and not bounded_dual(pb) and dual_cd.native(pb):
             out.append((newton(warm="dual_cd", warm_passes=300, **tol),
                         "twice-differentiable loss with a box dual (squared hinge), l2, no free intercept, more "
@@ -154,7 +121,7 @@ class Auto:
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))
         # l1 / elastic net with a twice-differentiable loss: newglmnet where its compiled inner solve runs
-        # (its pure-JAX path is a per-coordinate loop, not measured on accelerators yet)
+        # (its pure-JAX path is a per-coordinate loop)
         if pb.reg.name in ("l1", "elastic_net") and not _near_kink(pb) and newglmnet.native(pb):
             out.append((newglmnet(**tol), "twice-differentiable loss, l1 / elastic net, on the CPU: proximal Newton "
                                             "with a compiled coordinate-descent inner solve (newGLMNET)"))
@@ -198,10 +165,7 @@ class Auto:
 
 NEWTON_MIN_P = 1.2
 """Lp hinge losses with p below this go to alm, not newton: l''(m) = p (p - 1) (1 - m)^(p - 2) is
-unbounded at the kink for p < 2, and newton STALLED (float32, default tol, C = 1) at p = 1.05 on
-standardized breast-cancer, heart_scale and a9a and at p = 1.1 on breast-cancer (a 0.83 gap at p =
-1.01), where alm(precondition=True, adapt_mu=True) certified each in 0.01-1.6 s; from p = 1.2 on
-newton certified all three in 5-35 steps, 0.01-0.15 s (alm 0.01-1.3 s)."""
+unbounded at the kink for p < 2, and newton stalled near p = 1 where alm certified (docs/auto.md)."""
 
 
 def _near_kink(pb) -> bool:

@@ -162,7 +162,7 @@ class Method:
             _CANONICAL.move_to_end(key)
             return hit
         fields = {k: jax.tree_util.tree_map(conv, getattr(self, k)) for k in dyn}
-        if host:  # one transfer for all of them (a device_put each cost ~0.25 ms a solve)
+        if host:  # one transfer for all of them (a device_put each costs more)
             moved = jax.device_put(host)
             if any(isinstance(m, jax.core.Tracer) for m in moved):  # inside a trace: nothing to keep
                 key = None
@@ -240,7 +240,7 @@ def _hashable(v):
 _CANONICAL: "OrderedDict" = OrderedDict()
 _CANONICAL_SIZE = 64
 """Canonical forms of recently used methods whose runtime numbers are all Python / numpy scalars:
-the same settings again reuse the device arrays (their transfer cost ~0.5 ms a solve). The arrays
+the same settings again reuse the device arrays (no transfer per solve). The arrays
 are never donated or written, so sharing them between calls is safe."""
 
 
@@ -276,7 +276,7 @@ def probe(what: str, fn, obj, dtype) -> None:
     """``fn(obj, v)`` traced abstractly on a (1,) vector of ``dtype``: raises what the call raises
     (``MissingCapability`` naming the missing piece) without running it. ``obj`` is the loss or
     regularizer the call depends on: its pytree structure and leaves' types decide the outcome, so
-    a passing probe is remembered under them (it traced anew on every solve: 1-2 ms a call)."""
+    a passing probe is remembered under them (rather than traced anew on every solve)."""
     leaves, tree = jax.tree_util.tree_flatten(obj)
     try:
         key = (what, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), jnp.dtype(dtype))
@@ -384,8 +384,8 @@ def box_dual(pb, bounded: bool = False) -> bool:
 def bounded_dual(pb) -> bool:
     """The loss's dual is a box with a finite upper end (hinge, smoothed hinge), with l2 and no
     free intercept: there dual CD's shrinking fixes most coordinates at a bound within a few
-    passes. (With an unbounded box, the squared hinge on news20, it crawled: 1.6e-2 after 1000
-    passes, as LIBLINEAR's -s 1, which hands over to its Newton method after 300.)"""
+    passes. (With an unbounded box, the squared hinge, it can crawl, as LIBLINEAR's -s 1 does,
+    which hands over to its Newton method after 300 passes.)"""
     return box_dual(pb, bounded=True)
 
 

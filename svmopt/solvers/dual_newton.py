@@ -22,13 +22,10 @@ model w) and the gradient g = y (X v) - 1 + D alpha:
 
 Where this wins: with more features than rows X X^T is usually nonsingular, the dual strongly
 convex, and once the bounded rows are found (a few dozen steps) the free set stops changing and
-the steps converge fast. On news20-bin (12,748 x 1.36M, hinge, bias feature) from the dual point
-of 300 dual CD passes it certified a relative gap of 1e-7 after 13 / 21 / 39 steps at C = 1 / 10 /
-100, where dual CD ends at its 1000-pass cap for C >= 3 and Jacobi-scaled ALM did not certify 1e-3
-at C = 100 (the hinge at large C is close to a hard margin: dual CD's passes grow with C). With
-more rows than features Q is singular: the Newton systems on F are inconsistent and the steps
-crawl (a9a: no certificate in 60 steps), which is dual CD's and ALM's ground; ``auto`` runs this
-method on wide data only (the hand-over, ``svmopt.solvers.auto``).
+the steps converge fast, also at large C, where the hinge is close to a hard margin and dual CD's
+passes grow with C. With more rows than features Q is singular: the Newton systems on F are
+inconsistent and the steps crawl, which is dual CD's and ALM's ground; ``auto`` runs this method
+on wide data only (the hand-over, ``svmopt.solvers.auto``; measurements: docs/auto.md).
 
 Cost of a step: one X v over every row (the gradient and the primal objective of the
 certificate), then per CG step one X^T and one X over the rows of F, per trial of the search one
@@ -210,8 +207,7 @@ class DualNewton(Method):
 
     def own_objectives(self, pb) -> bool:
         # alpha is the dual iterate and every step measures P(s v) from a fresh X v: the driver's
-        # certificate added -C s l'(margin) as a second candidate and its polish, compiled into every
-        # program (news20-bin hinge, after dual CD's passes: the stored chunk 511 -> 442 KB)
+        # certificate would add -C s l'(margin) as a second candidate and its polish, compiled into every program
         return True
 
     def objectives(self, pb, st: DualNewtonState, it: Iterate):
@@ -253,9 +249,8 @@ def _scale(pb: Problem, v, fx):
     """(s, P(s v)): the primal point along v with the smallest objective, s in [1/2, 2] (1 where
     no other is better; P(s v) = s^2 R(v) + sum C s_i l(s m_i) is convex in s, one O(n) pass per
     step). Why: near a hard margin (large C, separable rows) the support vectors' margins of
-    v = X^T (alpha y) sit at 1 +- rounding, and C times their hinge terms is P's error -- in float32
-    on a separable 2000 x 5000 Gaussian at C = 100, P(v) = 0.266 against an optimum of 0.2496 --
-    while s = 1 + 1e-6 lifts them all past the kink at a cost of 1e-6 R(v)."""
+    v = X^T (alpha y) sit at 1 +- rounding, and C times their hinge terms is P's error, while
+    s = 1 + 1e-6 lifts them all past the kink at a cost of 1e-6 R(v)."""
     m = pb.y * fx
     r = pb.reg.value(v)
     cs = pb.cs

@@ -27,8 +27,8 @@ at the new mu and restarts the accumulators. A user's ``smoothed_hinge(mu)`` is 
 from mu0 down to its own mu.
 
 Lipschitz constant L = L_R + L_loss, L_R = reg.lipschitz(), and with W_i = C s_i l''_i:
-  "power" (default) 1.05 lambda_max([X 1]^T W [X 1]) by 20 power iterations (4 digits on
-          every data set here), capped by the trace sum_i W_i (||x_i||^2 + 1), a true bound.
+  "power" (default) 1.05 lambda_max([X 1]^T W [X 1]) by 20 power iterations, capped by the
+          trace sum_i W_i (||x_i||^2 + 1), a true bound.
           Computed once; a later stage scales it by max_i l''_i(mu_t) / l''_i(mu_0).
   "paper" n max_i W_i (||x_i||^2 + 1)  (eq. 21, 48, 52; eq. 56 prints the LS-SVM bound
           without the factor n, which is not an upper bound, so the n is kept there too).
@@ -59,12 +59,12 @@ divided by 4 and a new stage starts from the current point (plain NESVM becomes 
 with nothing smoothed, obj_tol is divided by 10). So a CONVERGED result is within tol of the
 optimum of the problem the user asked for, whatever mu it started from.
 
-Defaults. Plain NESVM: mu = 5, w0 = w* = 0 (the paper's Section IV; its smoothed optimum is
-20-30% above the hinge optimum, so the certificate makes it continue with smaller mu). Homotopy: mu0 = 0.2, mu* = 0.02 (10 stages), nu0 = 1e-3, nu* = 1e-4:
-the hinge objective lands within a few 1e-4 of LIBLINEAR's optimum. Starting at the paper's 5
-only adds stages; keeping w* at 0 instead of ``recenter`` costs more iterations, and homotopy
-beats plain NESVM at the same mu* on most sets (the measurements behind these defaults:
-bench/results/design-notes.md, NESVM).
+Defaults. Plain NESVM: mu = 5, w0 = w* = 0 (the paper's Section IV; its smoothed optimum lies
+well above the hinge optimum, so the certificate makes it continue with smaller mu). Homotopy:
+mu0 = 0.2, mu* = 0.02 (10 stages), nu0 = 1e-3, nu* = 1e-4, near LIBLINEAR's optimum. Starting
+at the paper's 5 only adds stages; keeping w* at 0 instead of ``recenter`` costs more iterations,
+and homotopy beats plain NESVM at the same mu* on most sets (the measurements behind these
+defaults: bench/results/design-notes.md, NESVM).
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ class NESVM(Method):
     w0, w_star  initial point and prox-centre (paper default 0): length p, or p + 1 with
                 the bias last (p = d, or n with a kernel). ``solve(init=...)`` is the general
                 warm start; w0 is kept for the paper's notation.
-    recenter    homotopy: move the prox-centre to each stage's warm start (2-4x fewer iterations)
+    recenter    homotopy: move the prox-centre to each stage's warm start (fewer iterations)
     """
 
     mu: float = 5.0

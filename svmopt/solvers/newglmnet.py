@@ -15,18 +15,14 @@ step (Yuan, Ho & Lin 2012) is
      below ``inner_eps`` x that of the first step (inner_eps starts at 1 and is quartered whenever
      one pass was enough: the model is easy, solve it more exactly; as in the paper) or, when
      smaller, below the forcing term min(0.5, sqrt(v / v0)) v of the current outer violation v
-     (``forcing``; ijcnn1's logistic loss: 7 outer steps instead of 23), at most ``inner_passes``;
-     where the passes run out (an ill-conditioned model: a9a's collinear one-hot columns, a free
-     intercept's column of ones beside the features) on tall data (rows >= features), conjugate
-     gradients on the model restricted to the nonzeros of w + d, their signs fixed (``refine``
-     iterations at most, to ``refine_tol`` x the first residual); the best by the model of the
-     passes' point, the CG point cut at its first sign change and the CG point with the crossed
-     coordinates set to 0, no coordinate moved by more than 10, not after a failed search
-     (float32, C = 1: a9a's squared hinge certified in 21 outer steps instead of 170, its logistic
-     loss in 16 instead of 46; ijcnn1's squared hinge with an intercept at C = 10 in 12 instead of
-     stalling after ~300). A CG iteration reads all of X (two products), so
-     on wide data, where the passes read only the few active columns, it is not run (news20-bin's
-     logistic loss: 2.5 s without it, 4.5 s with);
+     (``forcing``), at most ``inner_passes``; where the passes run out (an ill-conditioned model:
+     collinear one-hot columns, a free intercept's column of ones beside the features) on tall data
+     (rows >= features), conjugate gradients on the model restricted to the nonzeros of w + d, their
+     signs fixed (``refine`` iterations at most, to ``refine_tol`` x the first residual); the best by
+     the model of the passes' point, the CG point cut at its first sign change and the CG point with
+     the crossed coordinates set to 0, no coordinate moved by more than 10, not after a failed
+     search. A CG iteration reads all of X (two products), so on wide data, where the passes read
+     only the few active columns, it is not run;
   4. the step: t = 1, halved while P(w + t d) > P(w) + sigma t Delta, Delta = G.d + lam (||w + d||_1
      - ||w||_1) (Armijo for composite objectives, Tseng & Yun 2009; sigma = 0.01), at most 20
      halvings; f is recomputed as X w + b after the step (one product), so round-off in X d never
@@ -36,9 +32,8 @@ Stopping: the relative duality gap (P - D)/|P| <= tol, every method's rule, with
 alpha = -C s l'(margin) (projected onto y^T alpha = 0 with a free intercept; scaled into
 ||X^T (alpha y)||_inf <= 1 by the regularizer's ``dual_scale``), computed after every step from the
 same X^T u as the gradient. Newton's fast local convergence makes that dual point feasible to the
-last digits: where proximal gradient steps (``alm``) left a9a's logistic + l1 uncertified after
-5000 iterations, a few tens of outer steps certify it. STALLED when neither the objective (by
-``obj_tol``) nor the gap (by 1%) improved in ``patience`` steps.
+last digits, where proximal gradient steps (``alm``) may not certify. STALLED when neither the
+objective (by ``obj_tol``) nor the gap (by 1%) improved in ``patience`` steps.
 
 Needs unsharded dense or CSR X. The inner solve is the compiled CPU kernel where it is built
 (float32 / float64 data on the CPU), else the same passes in pure JAX (``impl``). ``auto`` picks
@@ -47,8 +42,7 @@ and hands a run that stalls to ``alm`` from its point. Memory: X's columns are h
 solve (CSC of a CSR X, or the transpose of a dense one). Cost: a step is one kernel call (its passes
 read X's nonzeros of the active columns twice each), at most ``refine`` pairs of products with X
 where the passes ran out, a few products with X (the new f, the gradient, the certificate) and
-O(n + d) per halving of the search.
-Measured against LIBLINEAR in bench/results/2026-11-25-l1-cpu.md (``python -m bench.l1``).
+O(n + d) per halving of the search. Measurements: docs/auto.md (``python -m bench.l1``).
 """
 from __future__ import annotations
 
@@ -237,8 +231,7 @@ class NewGLMNET(Method):
         inner_eps = jnp.where(stats[0] <= 1, 0.25 * st.inner_eps, st.inner_eps)
         # a failed search: look at every coordinate again (shrinking may have hidden the way down)
         Mnext = jnp.where(ok, Mnew, jnp.inf)
-        # an objective change below two roundings is none (float32: steps of 1e-7 relative went on for 200
-        # outer steps on ijcnn1's squared hinge with an intercept at C = 10, the gap stuck at 5e-2)
+        # an objective change below two roundings is none (float32 steps of round-off size would go on)
         best_obj, since_obj = stall_update(st.best[0], st.since, obj, jnp.maximum(self.obj_tol, 2 * jnp.finfo(dt).eps))
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
         return NewGLMNETState(w=w, b=b, f=f, G=G, gb=gb, obj=obj, crit=crit, dual=dual, alpha=alpha, M=Mnext,
@@ -253,8 +246,7 @@ class NewGLMNET(Method):
 
     def own_objectives(self, pb) -> bool:
         # every step measures P from a fresh X w and the gap of -C s l'(margin), projected: the
-        # driver's certificate and the summary's computed the same again, compiled into every program
-        # (a9a logistic + l1: the stored chunk 713 -> 562 KB, compile 1.74 -> 1.59 s)
+        # driver's certificate and the summary's would compute the same again, compiled into every program
         return True
 
     def objectives(self, pb, st: NewGLMNETState, it: Iterate):
@@ -323,8 +315,7 @@ def _refine(pb: Problem, w0, G0, D, wpd, q, lam, c, iters, rtol):
     _, x, xq, _, _, _ = lax.while_loop(cond, body, (0, zero, jnp.zeros_like(q), res, res, rr0))
     # no coordinate moves by more than MOVE (the passes' bound per visit): a column on rows of zero
     # curvature (the smoothed or squared hinge past its kink) has only nu on the model's diagonal, and
-    # CG would follow it out of the model's range of validity (heart_scale, smoothed hinge + l1, C = 10:
-    # the searches failed and the run stalled at a gap of 1 where the passes alone certified)
+    # CG would follow it out of the model's range of validity (the searches then fail)
     big = jnp.max(jnp.abs(x))
     lim = jnp.where(big > MOVE, MOVE / big, 1.0)
     x, xq = lim * x, lim * xq

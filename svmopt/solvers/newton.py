@@ -21,9 +21,8 @@ iteration (Lin, Weng & Keerthi 2008; Galli & Lin 2021 for the line-search form) 
      certifies it, and the rule would cut every later CG to one step);
      H v only involves the rows with D_i != 0 (LIBLINEAR's index set): for CSR X on the CPU kernel,
      a CG step's X^T (D (X v)) is one walk over the rows that skips those with D_i = 0
-     (``SparseOperator.hvp``: on a9a 0.33 ms against 0.75 for the two products with half the rows
-     active), and when they hold at most half of the nonzeros, X is restricted to them once per
-     step (rows permuted, indptr ending after them, one pass of ``_csr.keep_rows``);
+     (``SparseOperator.hvp``), and when they hold at most half of the nonzeros, X is restricted to
+     them once per step (rows permuted, indptr ending after them, one pass of ``_csr.keep_rows``);
   3. the step along d: ``line_search="exact"`` (default) minimises the convex phi(t) = P(w + t d)
      over (0, 1] by safeguarded Newton / secant steps on phi'(t), each O(n + d); then (and with
      "armijo" from t = 1) backtracking (Armijo, factor 1/2, sufficient decrease 0.01, at most 30
@@ -37,29 +36,22 @@ the CG products are restricted to the active rows, whose nonzeros are then all a
 Stopping: the relative duality gap (P - D)/|P| <= tol (every method's rule) with the dual point
 alpha = -C s l'(margin) (projected when an intercept is fitted), computed after every step. With
 l2-type R = c/2 ||w||^2 and no free intercept that gap is exactly ||grad P||^2 / (2c), which
-overstates the objective's error by up to the Hessian's condition (a9a's squared hinge, float64:
-error 8.6e-5 at a gap of 5.7e-2). So once the gap is within ``fit_within`` x tol, the dual point
-is refined, and the larger dual objective counts:
+overstates the objective's error by up to the Hessian's condition. So once the gap is within
+``fit_within`` x tol, the dual point is refined, and the larger dual objective counts:
 
   * without a free intercept, on wide data where the passes below do not apply (see ``fit``), it
     is fitted: alpha + delta with delta on the rows strictly inside the dual box, the least-norm
     solution of X^T (delta y) = grad P (``fit_steps`` CGLS steps, each one X v and one X^T u),
     clipped into the box. Then X^T (alpha y) = grad R(w) nearly holds, R's part of the gap
     vanishes, and what is left is the loss's part on the rows that moved, and the part of grad P
-    outside the span of those rows (on a9a the gap fell from 5.7e-2 to 2.3e-4, on ijcnn1 from
-    4.8e-2 to 6e-5);
+    outside the span of those rows;
   * then, where the loss has a box dual (the squared hinge), l2 and no free intercept, on the CPU
     with the compiled pass, passes of dual coordinate descent (``svmopt._dcd``) over every row
     raise D further, rows at the bound included: while a pass cuts the gap at least 1.5-fold and
-    it is above tol, at most ``dual_passes``. From the natural point (tall data) the pass starts
-    at its w_alpha = w - grad P(w), no product with X: on a9a, ijcnn1 and dense-gen (float32) the
-    first pass cut the gap 15-40x and the next ones 1.1x, and 1e-2 and 1e-3 were certified one
-    Newton step sooner (a9a 64 -> 50 ms and 73 -> 61 ms, dense-gen 570 -> 519 and 738 -> 670 ms).
-    After a fit (``fit="wide"``; news20-bin, one Newton step after the warm start: error 7.4e-4,
-    natural gap 1.17, fitted 9.5e-3) they cut what the fit cannot reach, grad P outside the span
-    of the rows inside the box: 3.4e-3, 1.8e-3, 1.2e-3 after 1, 2, 3 passes (float64). From the
-    natural point alone they certified 1e-2 after that same first Newton step (float32: gap 7.5e-3,
-    0.15 s against 0.19 s with the fit first), so by default they run without the fit.
+    it is above tol, at most ``dual_passes``. From the natural point the pass starts at its
+    w_alpha = w - grad P(w), no product with X; after a fit they cut what the fit cannot reach,
+    grad P outside the span of the rows inside the box. From the natural point alone they did as
+    well as the fit followed by them, so by default they run without the fit (docs/auto.md).
 
 The safeguard ends a run that can no longer make progress (round-off) as STALLED: in ``patience``
 iterations, neither a relative decrease of the objective above ``obj_tol`` nor one of the gap
@@ -123,27 +115,15 @@ class Newton(Method):
     warm_passes, warm_eps   the warm start's pass cap (100) and pass-rule tolerance (LIBLINEAR's -e, 0.1)
     fit                 where the fitted dual point (see above) is tried: "auto" (default): "wide" where the
                         dual CD passes do not apply, "never" where they do; "wide" (X with at least as
-                        many columns as rows; news20-bin's squared hinge certified 1e-3 after 6 Newton steps
-                        instead of 16, 0.23 s instead of 0.40), "always", or "never". On tall data it saved
-                        1-2 of 5-7 steps but its 2 x fit_steps passes over X cost as much (a9a, ijcnn1,
-                        dense-gen, sparse-gen: equal or up to 15% slower), so "wide" leaves it out there.
-                        Followed by the dual CD passes (fit_steps 5) it saved a step on a9a, ijcnn1 and
-                        dense-gen, but a failed try cost sparse-gen (d = 47k) 0.8 -> 1.3 s at 1e-2. On wide
-                        data the passes alone did as well as the fit followed by them, or better (float32,
-                        C = 1 and 10, 1e-2 and 1e-3, bias feature: news20-bin 1e-2 0.19 -> 0.15 s; on
-                        14 cases of news20-bin slices, rcv1-like 20k x 47k and 8k x 200k, and a1a[:100]
-                        the same time or less, in one case one Newton step more and still 10% faster),
-                        so "auto" leaves the fit to the problems the passes cannot serve
+                        many columns as rows: on tall data its 2 x fit_steps passes over X cost about what
+                        the steps it saves do), "always", or "never"
     fit_steps, fit_within   its CGLS steps (20) and the gap, in multiples of tol, below which the dual point
-                        is refined (300; 100 until 2026-11-24 missed news20-bin's first Newton step at 1e-2,
-                        natural gap 1.17; 1000 cost sparse-gen's 1e-2 a failed refinement, 0.81 -> 1.06 s);
+                        is refined (300: wide enough for the first Newton step after a warm start);
                         runtime numbers
     dual_pass           the dual CD passes of the refinement (see above) where they apply (default True)
-    dual_passes         their cap (5; runtime number). One pass costs about a fifth of a Newton step on
-                        a9a, ijcnn1, dense-gen
+    dual_passes         their cap (5; runtime number); one pass costs a fraction of a Newton step
     line_search         "exact" (default: the minimiser of P along the direction in (0, 1], see above)
-                        or "armijo" (halving from t = 1; on news20-bin it took 2^-8 steps, 9 Newton steps
-                        where the exact step took 6)
+                        or "armijo" (halving from t = 1: smaller steps, more Newton steps)
     """
 
     tol: float = 1e-3
@@ -309,9 +289,7 @@ class Newton(Method):
         if self.active_rows and walks:
             keep = D != 0
             kept = pb.op.stored_in(keep)
-            # (a cond that selects only the rows, with one copy of CG, made the stored chunk 618 KB
-            # instead of 705 on a9a, but its untaken branch copies X: sparse-gen's logistic, whose rows
-            # all stay active, took 2.8 s instead of 2.1)
+            # (not a cond selecting only the rows around one copy of CG: its untaken branch copies X)
             (sw, sb), k = lax.cond(2 * kept <= pb.op.nnz,
                                    lambda: direction(*pb.op.rows_first(keep, D)),
                                    lambda: direction(pb.op, D))
@@ -349,10 +327,7 @@ class Newton(Method):
 
     def own_objectives(self, pb) -> bool:
         # every step already certifies (alpha, D(alpha)) and refines it near tol: the driver's
-        # certificate (its two candidates, its polish) and the summary's computed the same products
-        # again and were compiled into every program (a9a's squared hinge: the stored chunk program
-        # 861 -> 705 KB; with the start's program 177 -> 75 KB (see ``init``), a new process's first
-        # solve took 0.14-0.15 s instead of 0.19, bench/results/2026-11-25-first-call-cpu.md)
+        # certificate and the summary's would compute the same products again, compiled into every program
         return True
 
     def objectives(self, pb, st: NewtonState, it: Iterate):
@@ -395,9 +370,8 @@ def _dual_passes(pb: Problem, obj, alpha, v, tol, cap):
     one product). A pass only raises D. The passes go on while the gap to ``obj`` is above ``tol``,
     the last pass cut it at least 1.5-fold and the passes left, at that pass's rate, would bring it
     to tol, at most ``cap`` passes (the first pass's cut, from the start point, says little about the
-    next ones, so the second always runs; sparse-gen's squared hinge at 1e-3: a third pass at a
-    1.7-fold rate that ended at 4e-3 is no longer run); D is evaluated from the pass's own w (no
-    product with X) and afresh by the caller."""
+    next ones, so the second always runs); D is evaluated from the pass's own w (no product with X)
+    and afresh by the caller."""
     from .. import _dcd
     inf = jnp.asarray(jnp.inf, pb.dtype)
     coef = box_table(pb)
@@ -498,9 +472,8 @@ def _measure(pb: Problem, w, b, f):
 
 def _xtdx(op, v, Dh, c=0.0):
     """(X^T (Dh (X v + c)), sum_i Dh_i (X v + c)_i). On the CPU in one walk over the rows: CSR through
-    the custom call, which skips the rows with Dh_i = 0; dense X block by block, reading X once (8.6
-    against 20 ms on 200k x 55 float32). On accelerators two whole products (a loop over blocks
-    would cost kernel launches per block there)."""
+    the custom call, which skips the rows with Dh_i = 0; dense X block by block, reading X once. On
+    accelerators two whole products (a loop over blocks would cost kernel launches per block there)."""
     if op.walks_rows():
         return op.hvp(v, Dh, c)
     if jax.default_backend() == "cpu":
@@ -514,8 +487,7 @@ def _fit_dual(pb: Problem, alpha, gw, steps):
     inside the box of X^T (delta y) = gw, so that X^T (alpha y) moves to grad R(w), where R(w) +
     R*(v) = w.v holds (X^T (alpha y) = grad R(w) - gw for alpha = -C s l'(margin)), by ``steps``
     CGLS steps from delta = 0. A CSR walked by the CPU kernel is restricted to those rows first (one
-    gather of the nonzeros): on news20-bin's squared hinge after its first Newton step they hold 5%
-    of the nonzeros, and the 2 x ``steps`` products read only theirs."""
+    gather of the nonzeros), and the 2 x ``steps`` products read only theirs."""
     lo, hi = dual_box(pb)
     inside = (alpha > lo) & (alpha < hi) & (pb.cs > 0)
     op, perm = pb.op, None

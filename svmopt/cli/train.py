@@ -1,54 +1,9 @@
-"""Command line that a LIBLINEAR user can use as they use ``train`` / ``predict``.
-
-    svmopt-train [options] data_file [model_file]
-    svmopt-predict [-q] test_file model_file output_file
-
-LIBLINEAR's options mean what they mean there:
-
-  -s type   LIBLINEAR's solver type, the problem and its algorithm (table ``LIBLINEAR`` below):
-            0 L2R_LR and 2 L2R_L2LOSS_SVC run ``svmopt.solvers.newton`` (primal Newton) when
-            it is installed; 1 and 3 run ``dual_cd`` (LIBLINEAR's dual coordinate descent);
-            5 and 6 (l1-regularized) run ``newglmnet`` (LIBLINEAR's -s 6 algorithm; ``alm``
-            where its compiled kernel is not built). Types svmopt lacks
-            (4, 7, 11-13, 21) stop with an error naming what solves that problem here.
-            With -s the intercept follows LIBLINEAR: none unless -B.
-  -c cost   C (default 1)
-  -e eps    stopping tolerance: for dual_cd (-s 1, -s 3) LIBLINEAR's own rule
-            max PG - min PG < eps (default 0.1), after which the duality gap is still
-            certified to --tol; for other methods the relative duality gap itself
-  -B bias   bias > 0: LIBLINEAR's bias feature (b regularized); -B -1: no intercept
-  -R        with -B 1: do not regularize the bias (a free intercept, LIBLINEAR's -R)
-  -wi w     weight w on the C of class i (LIBLINEAR's -wi; repeatable)
-  -v n      n-fold cross validation: prints "Cross Validation Accuracy = ...%" (no model)
-  -C        search C by cross validation on a warm-started path (``svmopt.path``), from
-            -c (or LIBLINEAR's data-based start) doubling up to 1024; prints one
-            "log2c= ... rate= ..." line per C and "Best C = ...  CV accuracy = ...%" (no model)
-  -q        quiet
-
-svmopt's own choices are long options: --loss (hinge, squared_hinge, logistic,
-least_squares or p >= 1 for the Lp hinge, e.g. --loss 1.5), --reg, --method, --tol,
---max-iter, --dtype, --kernel rbf --gamma G (kernel SVM; one-vs-one for more classes),
---devices, --progress, --model-format svmopt|liblinear. Without -s and --loss the problem
-is LIBLINEAR's default one (squared hinge, l2: that of -s 1) solved by svmopt's default
-method with a free (unregularized) intercept.
-
-Progress goes to stdout (a line about every second, or every ``--progress K``
-iterations, per class for one-vs-rest, per fold for -v, per C for -C). ``--model-format
-liblinear`` writes LIBLINEAR's text model, which LIBLINEAR's ``predict`` reads;
-``svmopt-predict`` reads both formats. ``predict`` writes one label per line and prints
-``Accuracy = 84.9951% (13838/16281)`` as LIBLINEAR does; features beyond the model's are
-ignored, as LIBLINEAR does.
-
-Both entry points take ``argv`` and return an exit code (0 ok, 1 error, 2 usage), so
-they can be called in-process; errors print one readable line on stderr.
-"""
+"""``svmopt-train``: LIBLINEAR's ``train`` options on svmopt's solvers (the package docstring)."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.util
 import math
-import os
 import re
 import sys
 import time
@@ -59,18 +14,22 @@ import numpy as np
 
 import jax
 
-from .estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
-from .io import LibsvmFormatError, is_liblinear_model, load_liblinear_model, load_svmlight, save_liblinear_model
-from .io.liblinear_model import SOLVER_TYPES
-from .model_io import load_model, save_model
-from .multiclass import solve_multiclass
-from .path import path as solve_path
-from .result import SolverError, Status
-from .solve import solve
+from ..estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..io import load_svmlight, save_liblinear_model
+from ..io.liblinear_model import SOLVER_TYPES
+from ..model_io import save_model
+from ..multiclass import solve_multiclass
+from ..path import path as solve_path
+from ..result import Status
+from ..solve import solve
+from .common import COMPRESSED, Usage, check_writable, label, parser, run
 
-__all__ = ["train_main", "predict_main", "LIBLINEAR"]
+__all__ = ["train_main", "LIBLINEAR"]
 
-_COMPRESSED = (".xz", ".lzma", ".bz2", ".gz")
+
+def train_main(argv=None) -> int:
+    """Entry point of ``svmopt-train``; returns the exit code."""
+    return run(_train, sys.argv[1:] if argv is None else list(argv), "svmopt-train")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,19 +70,6 @@ _NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
                         2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
 
 
-class _Usage(Exception):
-    pass
-
-
-def _parser(prog, description, usage=None):
-    p = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, usage=usage,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-
-    def error(message):  # raise instead of exiting: the caller turns it into exit code 2
-        raise _Usage(f"{prog}: error: {message}\n{p.format_usage().strip()}")
-
-    p.error = error
-    return p
 
 
 def _solver_help():
@@ -134,7 +80,7 @@ def _solver_help():
 
 
 def _train_parser():
-    p = _parser("svmopt-train", "Train an SVM on a LIBSVM-format file and write a model file.\n\n" + _solver_help(),
+    p = parser("svmopt-train", "Train an SVM on a LIBSVM-format file and write a model file.\n\n" + _solver_help(),
                 usage="svmopt-train [options] data_file [model_file]   (--help lists the options)")
     p.add_argument("data_file")
     p.add_argument("model_file", nargs="?", help="default: <data file name>.model in the current directory")
@@ -176,58 +122,12 @@ def _train_parser():
     return p
 
 
-def _predict_parser():
-    p = _parser("svmopt-predict", "Predict the labels of a LIBSVM-format file with a model from svmopt-train "
-                                  "or LIBLINEAR's train (either format is recognised).")
-    p.add_argument("test_file")
-    p.add_argument("model_file")
-    p.add_argument("output_file")
-    p.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
-    return p
 
 
-def _run(main, argv, prog):
-    """Call ``main``: expected failures become one line on stderr and exit code 1."""
-    try:
-        return main(argv)
-    except _Usage as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # argparse's --help
-        return exc.code if isinstance(exc.code, int) else 0
-    except LibsvmFormatError as exc:
-        print(f"{prog}: error: malformed LIBSVM file: {exc}", file=sys.stderr)
-    except FileNotFoundError as exc:
-        print(f"{prog}: error: cannot open '{exc.filename}': {exc.strerror}", file=sys.stderr)
-    except (OSError, ValueError, TypeError, SolverError) as exc:  # ModelFileError, MissingCapability included
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-    except MemoryError:
-        print(f"{prog}: error: out of memory", file=sys.stderr)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    return 1
 
 
-def _check_writable(path: Path, what: str):
-    """Fail now, not after the work, if ``path`` cannot be created (its folder is missing)."""
-    folder = path.parent
-    if path.is_dir():
-        raise ValueError(f"cannot write the {what} to '{path}': it is a directory")
-    if not folder.is_dir():
-        raise ValueError(f"cannot write the {what} to '{path}': directory '{folder}' does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write the {what} to '{path}': directory '{folder}' is not writable")
 
 
-def train_main(argv=None) -> int:
-    """Entry point of ``svmopt-train``; returns the exit code."""
-    return _run(_train, sys.argv[1:] if argv is None else list(argv), "svmopt-train")
-
-
-def predict_main(argv=None) -> int:
-    """Entry point of ``svmopt-predict``; returns the exit code."""
-    return _run(_predict, sys.argv[1:] if argv is None else list(argv), "svmopt-predict")
 
 
 # --------------------------------------------------------------------------- options
@@ -248,9 +148,9 @@ def _split_weights(argv):
             label = float(m.group(1))
             value = float(next(it))
         except StopIteration:
-            raise _Usage(f"svmopt-train: error: {a} needs a weight (LIBLINEAR's -wi weight)") from None
+            raise Usage(f"svmopt-train: error: {a} needs a weight (LIBLINEAR's -wi weight)") from None
         except ValueError:
-            raise _Usage(f"svmopt-train: error: {a}: -wi takes a class label i and a number "
+            raise Usage(f"svmopt-train: error: {a}: -wi takes a class label i and a number "
                          "(e.g. -w1 2.5)") from None
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{a} {value:g}: a class weight must be > 0")
@@ -360,10 +260,10 @@ def _weights(pairs, y, say):
     if not pairs:
         return None
     s = np.ones(y.shape[0])
-    for label, value in pairs:
-        hit = y == label
+    for value_of, value in pairs:
+        hit = y == value_of
         if not hit.any():  # LIBLINEAR warns and goes on
-            say(f"WARNING: class label {_label(label)} specified in weight is not found")
+            say(f"WARNING: class label {label(value_of)} specified in weight is not found")
         s[hit] *= value
     return s
 
@@ -373,7 +273,7 @@ def _weights(pairs, y, say):
 
 def _default_model_file(data_file) -> Path:
     name = Path(data_file).name
-    for suffix in _COMPRESSED:
+    for suffix in COMPRESSED:
         if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
     return Path(name + ".model")
@@ -395,7 +295,7 @@ def _train(argv) -> int:
     model_file = None
     if args.folds is None and not args.find_C:
         model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
-        _check_writable(model_file, "model")
+        check_writable(model_file, "model")
 
     t0 = time.perf_counter()
     X, y = load_svmlight(args.data_file, n_features=args.n_features)
@@ -403,7 +303,7 @@ def _train(argv) -> int:
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
     if classes.size < 2:
-        raise ValueError(f"the data has only one class ({_label(classes[0])}); a classifier needs two")
+        raise ValueError(f"the data has only one class ({label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
         raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
     kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
@@ -444,12 +344,17 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
 
 def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
     """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes."""
-    gamma = args.gamma if args.gamma in ("scale", "auto") else float(args.gamma)
+    gamma = args.gamma
+    if gamma not in ("scale", "auto"):
+        try:
+            gamma = float(gamma)
+        except ValueError:
+            raise Usage(f"svmopt-train: error: --gamma takes a number > 0, 'scale' or 'auto', got {gamma!r}") from None
     kernel = resolve_kernel(args.kernel, X, gamma=gamma, degree=args.degree, coef0=args.coef0)
     kw = {k: v for k, v in kw.items() if k not in ("loss", "reg", "intercept_scaling", "fit_intercept")}
-    kw.setdefault("method", resolve_method("alfpgm"))
     if announce:
-        say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {kw['method'].name}"
+        name = kw["method"].name if "method" in kw else "auto (alfpgm for the hinge)"
+        say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {name}"
             + (f"; one-vs-one over {classes.size * (classes.size - 1) // 2} pairs of {classes.size} classes"
                if classes.size > 2 else ""))
     if classes.size > 2:
@@ -486,7 +391,7 @@ def _summary(res, ovr, seconds) -> str:
     lines = [f"{res.method}: done in {times}; per class:"]
     for c, st, it, p, g in zip(res.classes, np.asarray(res.status), np.asarray(res.iterations),
                                np.asarray(res.primal_objective), np.asarray(res.relative_gap)):
-        lines.append(f"  class {_label(c)}: {Status(int(st)).name.lower()} after {int(it)} iterations, "
+        lines.append(f"  class {label(c)}: {Status(int(st)).name.lower()} after {int(it)} iterations, "
                      f"primal {float(p):.6g}, relative gap {float(g):.3g}")
     return "\n".join(lines)
 
@@ -541,7 +446,7 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
     folds = _folds(X.shape[0], args.folds, args.seed)
     k = len(folds)
     if k < args.folds:
-        say(f"WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross validation)")
+        say("WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross validation)")
     say(f"{k}-fold cross validation, training {what}")
     pred = np.empty(y.shape[0], dtype=y.dtype)
     t0 = time.perf_counter()
@@ -582,7 +487,7 @@ def _find_C(args, X, y, classes, kw, what, say) -> int:
     k = len(folds)
     say(f"Doing parameter search with {k}-fold cross validation.")
     say(f"training {what}; {grid.size} values of C on a warm-started path per fold"
-        + (f" and per class ({classes.size} one-vs-rest problems)" if classes.size > 2 else ""))
+        + (f" ({classes.size} one-vs-rest problems at each)" if classes.size > 2 else ""))
     kw = {key: v for key, v in kw.items() if key != "C"}
     correct = np.zeros(grid.size)
     t0 = time.perf_counter()
@@ -593,15 +498,7 @@ def _find_C(args, X, y, classes, kw, what, say) -> int:
         Xtr, ytr = X[rows], y[rows]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if classes.size == 2:
-                res = solve_path(Xtr, ytr, C=grid, **fkw)
-                pred = res.predict(X[test])  # (n_C, m)
-            else:  # one path per class, then the arg-max over classes at each C
-                scores = []
-                for c in classes:
-                    res = solve_path(Xtr, (ytr == c).astype(np.float64), C=grid, **fkw)
-                    scores.append(np.asarray(res.decision_function(X[test])))
-                pred = classes[np.argmax(np.stack(scores), axis=0)]
+            pred = solve_path(Xtr, ytr, C=grid, **fkw).predict(X[test])  # (n_C, m), one-vs-rest with K > 2
         _warn(caught, args.quiet)
         correct += np.sum(pred == y[test][None, :], axis=1)
         say(f"fold {i + 1}/{k}: path over {grid.size} values of C in {time.perf_counter() - ti:.2f} s")
@@ -616,34 +513,3 @@ def _find_C(args, X, y, classes, kw, what, say) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- predict
-
-
-def _label(v) -> str:
-    """A label as LIBLINEAR writes it: integers without a decimal point, else %.17g."""
-    if isinstance(v, (float, np.floating)):
-        return str(int(v)) if float(v).is_integer() else "%.17g" % v
-    return str(v)
-
-
-def _predict(argv) -> int:
-    args = _predict_parser().parse_args(argv)
-    _check_writable(Path(args.output_file), "predictions")
-    if is_liblinear_model(args.model_file):
-        model = load_liblinear_model(args.model_file)
-        d = int(np.shape(model.w)[-1])
-    else:
-        model = load_model(args.model_file)
-        d = int(model.extras["header"]["n_features"])
-    X, y = load_svmlight(args.test_file)
-    if X.shape[1] > d:  # features the model never saw carry no weight (LIBLINEAR ignores them)
-        X = X[:, :d]
-    elif X.shape[1] < d:
-        X.resize(X.shape[0], d)
-    pred = model.predict(X)
-    with open(args.output_file, "w") as f:
-        f.write("".join(_label(v) + "\n" for v in pred))
-    if not args.quiet:
-        correct = int(np.sum(pred == y))
-        print("Accuracy = %g%% (%d/%d)" % (100.0 * correct / max(len(y), 1), correct, len(y)), flush=True)
-    return 0
