@@ -8,7 +8,7 @@ its pure-XLA serial pass (``svmopt/solvers/dcd_passes.py``).
 
   pass_(w, alpha, coef, rows, active, Mbar, mbar, bits) -> (w', alpha', kept, M, m)
 
-coef (n, 4) = [D_ii, lo_i, hi_i, 1/Qbar_ii]; rows = ``rows(op, y)`` (the operator's own arrays and
+coef (n, 6) = [D_ii, lo_i, hi_i, 1/Qbar_ii, lin_i, eps] (``solvers.base.box_table``); rows = ``rows(op, y)`` (the operator's own arrays and
 the labels: the kernel forms z_i = y_i x_i as it goes); bits (2,) uint32 seed the pass's order.
 vmap runs the lanes one after the other (a pass is sequential by nature).
 """
@@ -35,7 +35,7 @@ def _self_test() -> bool:
     cpu = jax.local_devices(backend="cpu")[0]
     # the row is x = (-1, -2) with label -1, so z = (1, 2) as above
     args = jax.device_put((np.zeros(2, np.float32), np.zeros(1, np.float32),
-                           np.array([[0.0, 0.0, 1.0, 0.2]], np.float32),
+                           np.array([[0.0, 0.0, 1.0, 0.2, 1.0, 0.0]], np.float32),
                            dict(vals=np.array([-1.0, -2.0], np.float32), cols=np.array([0, 1], np.int32),
                                 ptr=np.array([0, 2], np.int32), y=np.array([-1.0], np.float32)),
                            np.ones(1, bool), np.float32(np.inf), np.float32(-np.inf), np.zeros(2, np.uint32)), cpu)

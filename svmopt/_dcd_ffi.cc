@@ -3,7 +3,11 @@
 // Algorithm 1 of Hsieh, Chang, Lin, Keerthi and Sundararajan (ICML 2008) with the random order of
 // Section 3.1 and the shrinking of Section 3.2, over the dual
 //
-//   min_alpha 1/2 alpha^T (Q + D) alpha - e^T alpha,  lo_i <= alpha_i <= hi_i,  Q_ij = z_i.z_j, z_i = y_i x_i
+//   min_alpha 1/2 alpha^T (Q + D) alpha - lin^T alpha + eps ||alpha||_1,  lo_i <= alpha_i <= hi_i,
+//   Q_ij = z_i.z_j, z_i = y_i x_i
+//
+// (lin = 1, eps = 0: the classification duals of LIBLINEAR's -s 1 / -s 3; lin = t, eps > 0, y = 1: the
+// epsilon-insensitive regression duals of -s 12 / -s 13, whose coordinate step soft-thresholds)
 //
 // with w = sum_i alpha_i z_i kept up to date. The rows x_i and labels y_i come apart (z_i is formed on
 // the fly: G = y_i x_i.w - 1 + D_ii alpha_i, w += (delta y_i) x_i), so a solve passes the operator's own
@@ -11,7 +15,7 @@
 // driver step); the pure-XLA serial pass there is the reference it must match in distribution.
 //
 //   svmopt_dcd_pass_{f32,f64}
-//     operands  w (d), alpha (n), coef (n, 4) = [D_ii, lo_i, hi_i, 1/Qbar_ii] per row,
+//     operands  w (d), alpha (n), coef (n, 6) = [D_ii, lo_i, hi_i, 1/Qbar_ii, lin_i, eps] per row,
 //               vals, cols, ptr: the rows x_i, either CSR (vals (nnz), cols (nnz), ptr (n + 1)) or
 //               dense (vals (n, d), cols and ptr empty), y (n) the labels, active (n) bool, bounds (2) = [Mbar, mbar]
 //               (eq. 16; +-inf: no shrinking), seed (2) uint32 (the pass's random order)
@@ -42,6 +46,8 @@ namespace ffi = xla::ffi;
 namespace {
 
 using svmopt_ffi::SplitMix64;
+
+constexpr int64_t kCoefs = 6;  // per row: D_ii, lo_i, hi_i, 1/Qbar_ii, lin_i, eps
 
 // The rows z_i: dense (kDense: n x d values, row-major) or CSR. The layout is a template
 // parameter, so the inner loops carry no branch on it and the dense ones vectorize.
@@ -119,7 +125,7 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restric
   for (size_t k = 0; k < A; ++k) {
     if (k + kFar < A) {
       const int64_t f = order[k + kFar];
-      __builtin_prefetch(cf + 4 * f);
+      __builtin_prefetch(cf + kCoefs * f);
       __builtin_prefetch(alpha + f);
       __builtin_prefetch(Y + f);
       if constexpr (!kDense) __builtin_prefetch(P + f);
@@ -143,18 +149,21 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restric
       }
     }
     const int32_t i = order[k];
-    const T* c = cf + 4 * int64_t(i);
-    const T Dii = c[0], lo = c[1], hi = c[2], invq = c[3];
+    const T* c = cf + kCoefs * int64_t(i);
+    const T Dii = c[0], lo = c[1], hi = c[2], invq = c[3], lin = c[4], eps = c[5];
     const T a = alpha[i], yi = Y[i];
-    const T G = yi * z.dot(i, w) - T(1) + Dii * a;  // eq. 12
+    const T G = yi * z.dot(i, w) - lin + Dii * a;  // eq. 12
+    const T up = a >= 0 ? G + eps : G - eps, down = a > 0 ? G + eps : G - eps;  // one-sided derivatives
     const bool at_lo = a <= lo, at_hi = a >= hi;
-    if ((at_lo && G > Mbar) || (at_hi && G < mbar)) continue;  // eq. 16: shrunk (stays at its bound)
-    T pg = at_lo ? std::min(G, T(0)) : at_hi ? std::max(G, T(0)) : G;  // eq. 8
+    if ((at_lo && up > Mbar) || (at_hi && down < mbar)) continue;  // eq. 16: shrunk (stays at its bound)
+    T pg = (!at_hi && up < 0) ? up : (!at_lo && down > 0) ? down : T(0);  // eq. 8
     if (lo >= hi) pg = 0;  // a fixed variable (weight 0) is optimal as it is
     M = std::max(M, pg);
     m = std::min(m, pg);
     kept[i] = true;
-    const T a_new = std::min(std::max(a - G * invq, lo), hi);  // eq. 9
+    T zi = a - G * invq;  // eq. 9, soft-thresholded by eps / Qbar_ii for the regression duals
+    if (eps > 0) zi = zi > eps * invq ? zi - eps * invq : zi < -eps * invq ? zi + eps * invq : T(0);
+    const T a_new = std::min(std::max(zi, lo), hi);
     if (a_new != a) {
       z.axpy(i, (a_new - a) * yi, w);  // eq. 13
       alpha[i] = a_new;
@@ -176,7 +185,7 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
   auto rcount = [](auto& b) { return int64_t(b->element_count()); };
   const int64_t d = count(w_in), n = count(alpha_in), nnz = count(vals);
   const bool sparse = count(ptr) > 0;
-  if (count(coef) != 4 * n || count(labels) != n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
+  if (count(coef) != kCoefs * n || count(labels) != n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
       rcount(w_out) != d || rcount(alpha_out) != n || rcount(kept_out) != n || rcount(extremes) != 2)
     return ffi::Error::InvalidArgument("svmopt dcd: operand shapes do not match");
   if (sparse ? (count(ptr) != n + 1 || count(cols) != nnz) : (nnz != n * d))

@@ -18,7 +18,7 @@ from . import driver
 from .checks import as_matrix, concrete, is_operator, is_traced
 from .plan import Plan
 from .problem import Problem
-from .result import Result, SolverError, Status, warn_convergence
+from .result import RegressionResult, Result, SolverError, Status, warn_convergence
 from .stages import Outcome
 
 __all__ = ["result", "report", "conditioning_hint", "definiteness_hint"]
@@ -48,6 +48,8 @@ def _float(v):
 def result(plan: Plan, outcome: Outcome, cls=Result, **fields) -> Result:
     """The Result (or subclass ``cls``) of a plan's outcome, in the user's terms."""
     out, method = outcome.summary, plan.method
+    if plan.task == "regression" and cls is Result:
+        cls = RegressionResult
     extras = dict(out.extras)
     w, b = out.w, out.b
     scale = plan.intercept_scaling

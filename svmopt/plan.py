@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from . import driver, sharding
 from .checks import (as_matrix, check_bool, check_C, check_choice, check_devices, check_finite_X, check_int,
-                     check_labels, check_number, check_verbose, check_weights, check_width, concrete, is_operator,
+                     check_labels, check_number, check_targets, check_verbose, check_weights, check_width, concrete, is_operator,
                      resolve_dtype)
 from .kernels import Kernel
 from .losses import Loss
@@ -117,7 +117,11 @@ def check_run_args(*, history=False, record_every=1, verbose=False, throw=False,
 # ---------------------------------------------------------------------------------- targets
 def targets(y, n: int, task: str):
     """(coded targets, classes): task "binary" -> (n,) in {-1, +1}, the larger label +1; "ovr" ->
-    (K, n), row k "class k against the rest"; "ordinal" -> (n,) rank codes 0..R-1."""
+    (K, n), row k "class k against the rest"; "ordinal" -> (n,) rank codes 0..R-1; "regression" ->
+    (n,) ones and the real targets in place of classes (the loss is bound to them)."""
+    if task == "regression":  # real targets: every row has y = 1, the loss measures the score against t
+        t = check_targets(y, n)
+        return np.ones(n), t
     if task == "ordinal":
         ranks = np.asarray(y)
         if ranks.ndim != 1:
@@ -209,6 +213,9 @@ def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_
     if isinstance(X, jax.Array):  # (host X: as_operator checks while it builds the operator)
         check_finite_X(X, dt)
     coded, classes = targets(y, n, task)
+    if task == "regression" and not loss.needs_targets:
+        raise ValueError(f"a regression needs a loss of the residual (epsilon_insensitive, squared_epsilon_insensitive, "
+                         f"squared_error), got {loss!r}")
     C_arr = check_C(C, dt)
     s = check_weights(sample_weight, n)
     if task == "binary":
@@ -232,6 +239,9 @@ def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_
     op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
                      nnz_bucket=bucket_rows if bucketed else None, pad_rows=pad, rows=rows)
     first = coded if coded.ndim == 1 else coded[0]
+    if task == "regression":  # the targets travel with the loss (padding rows: 0, weight 0)
+        loss = loss.with_targets(_to_device(np.concatenate([classes, np.zeros(pad)]), dt))
+        classes = None
     pb = build_problem(op, first, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
     return pb, coded, classes, C_arr, n
 
@@ -370,12 +380,16 @@ def _ready(method, pb, kernel, max_iter, *, allow_handover: bool):
 def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
            max_iter=None, dtype=None, layout="auto", bucket=True, kernel=None, init=None, devices=None,
            batch="auto") -> Plan:
-    """One binary problem, or a grid over C (``C`` 1-D): the plan of ``svmopt.solve``."""
+    """One binary problem, or a grid over C (``C`` 1-D): the plan of ``svmopt.solve``. A loss of the
+    residual (``Loss.needs_targets``) makes it a regression on real targets y."""
+    task = "regression" if isinstance(loss, Loss) and loss.needs_targets else "binary"
     n = X.shape[0] if hasattr(X, "shape") else len(X)
-    if devices is not None and np.ndim(C) == 0 and kernel is None:  # one problem: its rows over the devices
+    if devices is not None and np.ndim(C) == 0 and kernel is None and task == "binary":  # rows over devices
         X, y, sample_weight = sharding.shard_rows(X, y, np.ones(n) if sample_weight is None else sample_weight,
                                                   devices=devices, dtype=dtype)
-    pb, _, classes, C_arr, n = _data(X, y, "binary", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+    if task == "regression" and sharding.is_sharded(X):
+        raise ValueError("a regression on row-sharded X is not supported yet; pass X on one device")
+    pb, _, classes, C_arr, n = _data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                      intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                      layout=layout, bucket=bucket and kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True)
@@ -383,11 +397,12 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
                   devices=devices, batch=batch, X=X if kernel is not None else None)
     if C_arr.ndim == 0:
         start = make_start(init, method, pb, intercept_scaling, n)
-        return Plan(pb, method, start, cap, C=C, labels=("",), **common)
+        return Plan(pb, method, start, cap, C=C, labels=("",), task=task, **common)
     start = make_start(init, method, pb, intercept_scaling, n)
     grid = pb.replace(C=jnp.asarray(C_arr, pb.dtype))
     return Plan(grid, method, _broadcast(start, C_arr.size), cap, axes=batch_axes(pb, C=0), size=C_arr.size,
-                labels=tuple(f"C={c:g}" for c in C_arr), C=C_arr, task="grid", **common)
+                labels=tuple(f"C={c:g}" for c in C_arr), C=C_arr, task="grid" if task == "binary" else task,
+                **common)
 
 
 def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,

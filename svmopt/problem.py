@@ -159,7 +159,9 @@ def _can_fit(pb: Problem) -> bool:
 
 
 def _can_ascend(pb: Problem) -> bool:
-    return pb.kernel is None and pb.loss.has_dual and pb.loss.dual.quad is not None and pb.reg.quadratic is not None
+    d = pb.loss.dual if pb.loss.has_dual else None
+    return (pb.kernel is None and d is not None and d.quad is not None and d.linear is None and d.l1 is None
+            and pb.reg.quadratic is not None)
 
 
 def _kink_rows(pb: Problem, f, budget):

@@ -14,7 +14,7 @@ import jax
 
 from .problem import relative_gap
 
-__all__ = ["Status", "Result", "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
+__all__ = ["Status", "Result", "RegressionResult", "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
            "public_convergence_warning"]
 
 
@@ -201,3 +201,27 @@ class Result:
             name = "traced"
         return (f"Result(method={self.method}, loss={self.loss}, C={self.C}, status={name}, "
                 f"iterations={self.iterations}, primal={self.primal_objective}, gap={self.gap})")
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclass(repr=False)
+class RegressionResult(Result):
+    """A regression solve (a loss of the residual, e.g. ``epsilon_insensitive``): ``predict`` is the
+    decision function w.x + b (no labels), ``score`` the coefficient of determination R^2."""
+
+    def predict(self, X):
+        f = np.asarray(self.decision_function(X))
+        if not np.isfinite(f).all():
+            row = int(np.argwhere(~np.isfinite(f))[0][-1])
+            raise ValueError(f"the prediction of row {row} is not finite (NaN or inf in X?)")
+        return f
+
+    def score(self, X, y) -> float:
+        """R^2 = 1 - sum (y - f)^2 / sum (y - mean y)^2 (scikit-learn's regressor score)."""
+        y = np.asarray(y, float)
+        f = self.predict(X)
+        ss = float(np.sum((y - y.mean()) ** 2))
+        return 1.0 - float(np.sum((y - f) ** 2)) / ss if ss > 0 else float("nan")
+
+    def __repr__(self) -> str:
+        return "Regression" + super().__repr__()

@@ -102,7 +102,7 @@ def test_one_pass_invariants(a9a_part):
     Xb = with_bias(X)
     n, d = Xb.shape
     q = np.asarray(Xb.multiply(Xb).sum(1)).ravel()
-    coef = np.stack([np.zeros(n), np.zeros(n), np.ones(n), 1.0 / q], 1)
+    coef = np.stack([np.zeros(n), np.zeros(n), np.ones(n), 1.0 / q, np.ones(n), np.zeros(n)], 1)
     op = svmopt.operators.SparseOperator.from_scipy(Xb, jnp.float64)
     rows = _dcd.rows(op, jnp.asarray(y))
     inf = jnp.asarray(np.inf)
@@ -174,7 +174,7 @@ def test_batched_C_runs_lane_by_lane():
 
 def test_malformed_row_pointers_are_an_error():
     w, a = jnp.zeros(2), jnp.zeros(2)
-    coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0]] * 2)
+    coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0, 1.0, 0.0]] * 2)
     rows = dict(vals=jnp.ones(2), cols=jnp.zeros(2, jnp.int32), ptr=jnp.asarray([0, 2, 1], jnp.int32), y=jnp.ones(2))
     with pytest.raises(Exception, match="malformed CSR row pointers"):
         jax.block_until_ready(jax.jit(_dcd.pass_)(w, a, coef, rows, jnp.ones(2, bool), jnp.asarray(np.inf),
@@ -188,7 +188,7 @@ def test_column_indices_outside_w_stay_inside_it():
     row 1 has its single entry at column 7 (clamped to 1). From alpha = 0 with the box [0, 1],
     D = 0, Qbar = 1: each row moves alpha to 1 and w to the sum of its clamped rows, (1, 2)."""
     w, a = jnp.zeros(2), jnp.zeros(2)
-    coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0]] * 2)
+    coef = jnp.asarray([[0.0, 0.0, 1.0, 1.0, 1.0, 0.0]] * 2)
     rows = dict(vals=jnp.asarray([1.0, 0.0, 2.0]), cols=jnp.asarray([0, -5, 7], jnp.int32),
                 ptr=jnp.asarray([0, 2, 3], jnp.int32), y=jnp.ones(2))
     w, a, _, _, _ = jax.jit(_dcd.pass_)(w, a, coef, rows, jnp.ones(2, bool), jnp.asarray(np.inf),

@@ -35,15 +35,19 @@ class DualDescription:
 
     With a = alpha_i / (C s_i) the normalised dual variable, the dual objective
     contributes  C s_i * dual_value(a)  with  dual_value(a) = -l*(-a), and a lies in
-    the box [lower, upper].  When dual_value(a) = a - quad * a^2 exactly, the dual is
-    "box plus diagonal" (LIBLINEAR's U and D): U_i = upper * C s_i and
-    D_ii = 2 quad / (C s_i).  ``quad`` is None when the conjugate is not of that form.
+    the box [lower, upper].  When dual_value(a) = lin * a - l1 * |a| - quad * a^2 exactly, the
+    dual is "box plus diagonal" (LIBLINEAR's U and D): U_i = upper * C s_i and
+    D_ii = 2 quad / (C s_i).  ``quad`` is None when the conjugate is not of that form; ``linear``
+    (per sample, default 1) and ``l1`` (default 0) are the regression losses' target and epsilon
+    (LIBLINEAR's SVR duals: lin = t_i, l1 = epsilon).
     """
 
     lower: float
     upper: float
     dual_value: Callable[[Any, Any], Any]  # (params, a) -> -l*(-a)
     quad: Optional[Callable[[Any], Any]] = None  # params -> quad coefficient (may be per sample)
+    linear: Optional[Callable[[Any], Any]] = None  # params -> the coefficient of a (per sample), None: 1
+    l1: Optional[Callable[[Any], Any]] = None  # params -> the weight of |a|, None: 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +66,7 @@ class LossFamily:
     describe: Callable = lambda params: ""
     bind: Optional[Callable] = None  # (params, row_inf_norms) -> params
     kink: Optional[float] = None  # margin of a kink between two linear pieces (the hinge: 1)
+    target: bool = False  # a loss of the residual: needs the targets t (``Loss.with_targets``), y = 1
 
     # families are compared by identity (jit cache keys): copies must stay the same object,
     # or sklearn's clone (a deepcopy) would trigger a recompilation per clone
@@ -169,6 +174,24 @@ class Loss(Composite):
                 "use method=alm or method=nesvm for it"
             )
         return d.lower, d.upper, d.quad(self.params)
+
+    def dual_terms(self):
+        """(lin, eps) of a box-plus-diagonal dual (``DualDescription``): 1 and 0 for classification."""
+        d = self.dual
+        return (1.0 if d.linear is None else d.linear(self.params)), (0.0 if d.l1 is None else d.l1(self.params))
+
+    @property
+    def needs_targets(self) -> bool:
+        """A loss of the residual t - f (regression): ``with_targets`` gives it the targets."""
+        return self.family.target
+
+    def with_targets(self, t) -> "Loss":
+        """The loss bound to real targets t (n,): a regression problem's rows have y = 1 and
+        margin m = f, the loss measures m against t_i."""
+        if not self.family.target:
+            raise MissingCapability(f"loss {self!r} is a classification loss of the margin y f; a regression needs a "
+                                    "loss of the residual (svmopt.losses.epsilon_insensitive, squared_error, ...)")
+        return Loss(self.family, {**self.params, "t": t})
 
     def bind(self, row_inf_norms) -> "Loss":
         """Attach per-sample data a loss needs (NESVM's ||x_i||_inf weight); identity otherwise."""

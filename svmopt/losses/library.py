@@ -19,6 +19,9 @@ __all__ = [
     "smoothed_hinge",
     "least_squares",
     "logistic",
+    "epsilon_insensitive",
+    "squared_epsilon_insensitive",
+    "squared_error",
     "from_function",
 ]
 
@@ -212,6 +215,90 @@ _LEAST_SQUARES = LossFamily(
 )
 least_squares = Loss(_LEAST_SQUARES, {})
 """(1 - m)^2 = (y - f)^2 for y in {-1, +1}: LS-SVM. Dual: unbounded alpha, D_ii = 1/(2C)."""
+
+
+# ---------------------------------------------------------------- regression: losses of the residual
+# A regression row has y = 1, so its margin is the score m = f; the loss measures m against the
+# row's target t (params["t"], attached by ``Loss.with_targets``) with a tube of half-width eps.
+def _over(p, m):
+    return jnp.abs(m - p["t"]) - p["eps"]  # > 0 outside the tube
+
+
+def _ei_prox(p, v, gamma):
+    # gamma (|m - t| - eps)_+ + (m - v)^2 / 2: move towards the tube by gamma, stop at its edge
+    t, e = p["t"], p["eps"]
+    return jnp.where(v > t + e, jnp.maximum(v - gamma, t + e), jnp.where(v < t - e, jnp.minimum(v + gamma, t - e), v))
+
+
+def _sei_prox(p, v, gamma):
+    # gamma (|m - t| - eps)_+^2 + (m - v)^2 / 2: shrink the distance to the tube's edge by 1 + 2 gamma
+    t, e = p["t"], p["eps"]
+    up, down = t + e, t - e
+    return jnp.where(v > up, (v + 2.0 * gamma * up) / (1.0 + 2.0 * gamma),
+                     jnp.where(v < down, (v + 2.0 * gamma * down) / (1.0 + 2.0 * gamma), v))
+
+
+_EPS_INSENSITIVE = LossFamily(
+    name="epsilon_insensitive",
+    value=lambda p, m: _relu(_over(p, m)),
+    derivative=lambda p, m: jnp.where(_over(p, m) > 0, jnp.sign(m - p["t"]), 0.0).astype(jnp.result_type(m)),
+    prox=_ei_prox,
+    smooth=False,
+    smoothed=lambda p, mu: _moreau(Loss(_EPS_INSENSITIVE, p), mu),
+    # -l*(-a) = t a - eps |a| on [-1, 1]: LIBLINEAR's L1-loss SVR dual (-s 13)
+    dual=DualDescription(lower=-1.0, upper=1.0, dual_value=lambda p, a: p["t"] * a - p["eps"] * jnp.abs(a),
+                         quad=lambda p: 0.0, linear=lambda p: p["t"], l1=lambda p: p["eps"]),
+    describe=lambda p: f"epsilon={float(p['eps']):g}",
+    target=True,
+)
+
+_SQ_EPS_INSENSITIVE = LossFamily(
+    name="squared_epsilon_insensitive",
+    value=lambda p, m: _relu(_over(p, m)) ** 2,
+    derivative=lambda p, m: 2.0 * jnp.sign(m - p["t"]) * _relu(_over(p, m)),
+    prox=_sei_prox,
+    curvature=lambda p: 2.0,
+    smooth=True,
+    # -l*(-a) = t a - eps |a| - a^2 / 4, a free: LIBLINEAR's L2-loss SVR dual (-s 12)
+    dual=DualDescription(lower=-math.inf, upper=math.inf,
+                         dual_value=lambda p, a: p["t"] * a - p["eps"] * jnp.abs(a) - 0.25 * a * a,
+                         quad=lambda p: 0.25, linear=lambda p: p["t"], l1=lambda p: p["eps"]),
+    describe=lambda p: f"epsilon={float(p['eps']):g}",
+    target=True,
+)
+
+
+def _epsilon(epsilon):
+    if isinstance(epsilon, jax.core.Tracer):
+        return epsilon
+    try:
+        e = float(epsilon)
+    except (TypeError, ValueError):
+        raise TypeError(f"epsilon (the half-width of the insensitive tube) must be a number >= 0, got {epsilon!r}") \
+            from None
+    if not (math.isfinite(e) and e >= 0):
+        raise ValueError(f"epsilon (the half-width of the insensitive tube) must be finite and >= 0, got {epsilon!r}")
+    return jnp.asarray(e)
+
+
+def epsilon_insensitive(epsilon: float = 0.1) -> Loss:
+    """(|t - f| - epsilon)_+, the epsilon-insensitive loss of support vector regression (L1-loss SVR:
+    LIBLINEAR's -s 13 and, dual, -s 3 of LIBSVM; default epsilon 0.1 as LIBLINEAR's -p and
+    scikit-learn's SVR). A loss of the residual: ``svmopt.solve(X, t, loss=epsilon_insensitive(0.1))``
+    takes real targets t. Dual: alpha in [-C s_i, C s_i], sum_i t_i alpha_i - epsilon |alpha_i|."""
+    return Loss(_EPS_INSENSITIVE, {"eps": _epsilon(epsilon)})
+
+
+def squared_epsilon_insensitive(epsilon: float = 0.0) -> Loss:
+    """(|t - f| - epsilon)_+^2, the L2-loss SVR (LIBLINEAR's -s 11 primal, -s 12 dual; default
+    epsilon 0, LIBLINEAR's and scikit-learn's LinearSVR default). Twice differentiable (generalized
+    at the tube's edges): newton solves it. Dual: alpha free, D_ii = 1/(2 C s_i)."""
+    return Loss(_SQ_EPS_INSENSITIVE, {"eps": _epsilon(epsilon)})
+
+
+squared_error = Loss(_SQ_EPS_INSENSITIVE, {"eps": jnp.asarray(0.0)})
+"""(t - f)^2: least squares regression (ridge with R = l2; LS-SVM's regression face). The same family
+as ``squared_epsilon_insensitive`` with epsilon = 0."""
 
 
 # ---------------------------------------------------------------- logistic

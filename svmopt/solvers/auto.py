@@ -150,7 +150,8 @@ class Auto:
     def handover(self, pb, method):
         """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
         if method.name == "dual_cd" and bounded_dual(pb):
-            if pb.d > pb.n:  # wide: projected Newton on the dual from dual CD's alpha after 100 passes
+            smooth_dual = pb.loss.dual.l1 is None and pb.loss.dual.linear is None  # (not regression's)
+            if pb.d > pb.n and smooth_dual:  # wide: projected Newton on the dual from dual CD's alpha
                 return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
                                 warm_within=np.inf, label="dual_newton")
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,

@@ -346,10 +346,14 @@ def require_box_dual(name: str, pb: Problem) -> None:
 
 
 def box_table(pb: Problem):
-    """(n, 4) per row [D_ii, L_i, U_i, 1/Qbar_ii]: the dual's diagonal, box and inverse curvature
-    (eq. 4, 9), what a coordinate step reads. A zero-weight row is fixed at 0."""
+    """(n, 6) per row [D_ii, L_i, U_i, 1/Qbar_ii, lin_i, eps]: the dual's diagonal, box and inverse
+    curvature (eq. 4, 9), the coefficient of alpha_i (1 for classification, t_i for regression) and
+    the weight of |alpha_i| (regression's epsilon), what a coordinate step reads. In alpha = C s a
+    the dual is sum_i (lin_i alpha_i - eps |alpha_i|) - 1/2 alpha^T (Q + D) alpha. A zero-weight row
+    is fixed at 0."""
     dt, n = pb.dtype, pb.n
     lower, upper, quad = pb.loss.box_diagonal()
+    lin, eps = pb.loss.dual_terms()
     cs = pb.cs
     live = cs > 0
     lo = jnp.where(live, -jnp.inf if lower == -np.inf else lower * cs, 0.0)
@@ -358,7 +362,8 @@ def box_table(pb: Problem):
     qbar = pb.op.row_sq_norms() + D
     # Qbar_ii = 0 only when x_i = 0 and D_ii = 0: G = -1 sends alpha_i to its bound (Section 2)
     invq = jnp.where(qbar > 0, 1.0 / jnp.where(qbar > 0, qbar, 1.0), 1.0 / jnp.finfo(dt).tiny)
-    return jnp.stack([D, lo, hi, invq], axis=1).astype(dt)
+    one = jnp.ones((n,), dt)
+    return jnp.stack([D, lo, hi, invq, lin * one, eps * one], axis=1).astype(dt)
 
 
 def platform(pb) -> str:

@@ -29,8 +29,12 @@ from ..problem import Problem
 from ..sharding import AXIS
 from .base import platform
 
-__all__ = ["DCDState", "serial_pass", "block_pass", "online_pass", "sharded_pass", "exact_extremes", "bounds", "layout",
+__all__ = ["COEFS", "DCDState", "serial_pass", "block_pass", "online_pass", "sharded_pass", "exact_extremes", "bounds", "layout",
            "row_table", "key", "wrap", "key_words", "sharded_specs", "LOCAL"]
+
+COEFS = 6
+"""Per-row coefficients after a row's values in the pass table: D_ii, L_i, U_i, 1/Qbar_ii, the dual's
+linear coefficient (1 for classification, the target for regression) and its l1 weight (epsilon)."""
 
 LOCAL = ("table", "cols", "tail", "long")
 """The per-device fields of a sharded solve's state: the records of the device's own rows."""
@@ -64,14 +68,23 @@ def sharded_specs():
 
 
 # ---------------------------------------------------------------- the coordinate update (eq. 8, 9, 16)
-def _update(a, G, lo, hi, invq, Mbar, mbar):
-    """New alpha, projected gradient (0 when shrunk) and shrink flag; elementwise."""
+def _update(a, G, lo, hi, invq, eps, Mbar, mbar):
+    """New alpha, projected gradient (0 when shrunk) and shrink flag; elementwise.
+
+    The coordinate's problem is min_x 1/2 Qbar (x - a)^2 + G (x - a) + eps |x| on [lo, hi]: eps = 0 for
+    the classification duals (eq. 9: a clipped Newton step), eps > 0 for the epsilon-insensitive
+    regression duals (LIBLINEAR's SVR update: the Newton step soft-thresholded by eps / Qbar, then
+    clipped). The projected gradient (eq. 8) takes the one-sided derivatives G + eps sign."""
+    up = jnp.where(a >= 0, G + eps, G - eps)  # derivative when alpha increases
+    down = jnp.where(a > 0, G + eps, G - eps)  # ... when it decreases
     at_lo, at_hi = a <= lo, a >= hi
-    shrink = (at_lo & (G > Mbar)) | (at_hi & (G < mbar))  # eq. 16
-    pg = jnp.where(at_lo, jnp.minimum(G, 0.0), jnp.where(at_hi, jnp.maximum(G, 0.0), G))  # eq. 8
+    shrink = (at_lo & (up > Mbar)) | (at_hi & (down < mbar))  # eq. 16
+    pg = jnp.where(~at_hi & (up < 0), up, jnp.where(~at_lo & (down > 0), down, 0.0))  # eq. 8
     pg = jnp.where(lo >= hi, 0.0, pg)  # a fixed variable (weight 0: L = U = 0) is optimal as it is
+    z = a - G * invq
+    z = jnp.sign(z) * jnp.maximum(jnp.abs(z) - eps * invq, 0.0)
     # a shrunk coordinate sits at a bound with G pointing out of the box: the clip keeps it there
-    return jnp.clip(a - G * invq, lo, hi), jnp.where(shrink, 0.0, pg), shrink  # eq. 9
+    return jnp.clip(z, lo, hi), jnp.where(shrink, 0.0, pg), shrink  # eq. 9
 
 
 def bounds(method, st):
@@ -87,7 +100,7 @@ def _extremes(pg, kept):
 
 def serial_pass(method, pb: Problem, st, key):
     """Algorithm 1 over the active coordinates in a fresh random order (Sections 3.1-3.2)."""
-    n, width = pb.n, st["table"].shape[1] - 4
+    n, width = pb.n, st["table"].shape[1] - COEFS
     Mbar, mbar = bounds(method, st)
     # the active coordinates in one random order, shrunk ones last (not visited)
     order, counts = _grouped(_random_order(key, n), jnp.where(st["active"], 0, 2))
@@ -130,7 +143,7 @@ def block_pass(method, pb: Problem, st, key):
     few strongly coupled rows stall, and serial steps are cheap.
     """
     n, B = pb.n, method.block(pb)
-    width = st["table"].shape[1] - 4
+    width = st["table"].shape[1] - COEFS
     Mbar, mbar = bounds(method, st)
     k_lay, k_blk = jax.random.split(key)
     n_active, lay = jnp.sum(st["active"], dtype=jnp.int32), st["layout"]
@@ -181,8 +194,8 @@ def _serial_body(recs, width, Mbar, mbar, tails, pos=None, live=None):
         f = lax.dynamic_index_in_dim(recs["table"], p, keepdims=False)
         a = lax.dynamic_index_in_dim(recs["alpha"], p, keepdims=False)
         row = _record_row(recs, p, tails)
-        G = _row_dot(w, row, f[:width]) - 1.0 + f[width] * a
-        a_new, pg, shrink = _update(a, G, f[width + 1], f[width + 2], f[width + 3], Mbar, mbar)
+        G = _row_dot(w, row, f[:width]) - f[width + 4] + f[width] * a
+        a_new, pg, shrink = _update(a, G, f[width + 1], f[width + 2], f[width + 3], f[width + 5], Mbar, mbar)
         if live is not None:
             on = live[p]
             a_new, pg, shrink = jnp.where(on, a_new, a), jnp.where(on, pg, 0.0), on & shrink
@@ -203,8 +216,8 @@ def _block_body(recs, width, Mbar, mbar, B, blocks, live):
         on = lax.dynamic_slice_in_dim(live, s, B)
         row = _record_row(recs, s, recs["tail"] is not None, B)
         vals, Dii = f[:, :width], f[:, width]
-        G = _row_dot(w, row, vals) - 1.0 + Dii * a
-        a_new, pg, shrink = _update(a, G, f[:, width + 1], f[:, width + 2], f[:, width + 3], Mbar, mbar)
+        G = _row_dot(w, row, vals) - f[:, width + 4] + Dii * a
+        a_new, pg, shrink = _update(a, G, f[:, width + 1], f[:, width + 2], f[:, width + 3], 0.0, Mbar, mbar)
         dlt = jnp.where(on, a_new - a, 0.0)
         # along t dlt the dual changes by t G.dlt + t^2/2 (|v|^2 + sum D dlt^2), v = sum dlt_i y_i x_i
         v = _row_axpy(jnp.zeros_like(w), row, vals, dlt)
@@ -220,7 +233,7 @@ def _block_body(recs, width, Mbar, mbar, B, blocks, live):
 def online_pass(pb: Problem, st, key):
     """Algorithm 2: n uniformly random coordinates; alpha is read live (a coordinate may repeat)."""
     n, d = pb.n, pb.d
-    width = st["table"].shape[1] - 4
+    width = st["table"].shape[1] - COEFS
     pick = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
     recs = _records(st, pick, 1)
     slot = d + pick  # u = [w | alpha]: one gather reads w.x_i and alpha_i, one scatter writes both
@@ -233,10 +246,10 @@ def online_pass(pb: Problem, st, key):
         idx = jnp.concatenate([cols, slot[s][None]])
         g = _gather(u, idx)
         a = g[width]
-        G = jnp.dot(g[:width], f[:width]) - 1.0 + f[width] * a
+        G = jnp.dot(g[:width], f[:width]) - f[width + 4] + f[width] * a
         if tails:
             G = G + _tail_dot(u, row["csr"], row["tail"], width)[0]
-        a_new, _, _ = _update(a, G, f[width + 1], f[width + 2], f[width + 3], jnp.inf, -jnp.inf)
+        a_new, _, _ = _update(a, G, f[width + 1], f[width + 2], f[width + 3], f[width + 5], jnp.inf, -jnp.inf)
         delta = a_new - a
         u = _scatter_add(u, idx, jnp.concatenate([delta * f[:width], delta[None]]))
         return _tail_add(u, row["csr"], row["tail"], width, delta[None]) if tails else u
@@ -403,10 +416,10 @@ def _grouped(order, group):
 
 def exact_extremes(pb: Problem, st, w, alpha):
     """max and min over i of the projected gradient (eq. 8) at (w, alpha): one matvec."""
-    width = st["table"].shape[1] - 4
-    Dii, lo, hi, invq = st["table"][:, width:].T
-    G = pb.y * pb.op.matvec(w) - 1.0 + Dii * alpha
-    _, pg, _ = _update(alpha, G, lo, hi, invq, jnp.inf, -jnp.inf)
+    width = st["table"].shape[1] - COEFS
+    Dii, lo, hi, invq, lin, eps = st["table"][:, width:].T
+    G = pb.y * pb.op.matvec(w) - lin + Dii * alpha
+    _, pg, _ = _update(alpha, G, lo, hi, invq, eps, jnp.inf, -jnp.inf)
     return jnp.max(pg), jnp.min(pg)
 
 
@@ -444,7 +457,7 @@ def sharded_pass(method, pb: Problem, st, key):
 
     def local(pbl, method, st, key):
         d = dict(st._asdict(), **jax.tree_util.tree_map(lambda a: a[0], st.table))
-        n, width = pbl.n, d["table"].shape[1] - 4
+        n, width = pbl.n, d["table"].shape[1] - COEFS
         Mbar, mbar = bounds(method, d)
         k = jax.random.fold_in(wrap(key), lax.axis_index(AXIS))  # an own random order on every device
         order, counts = _grouped(_random_order(k, n), jnp.where(d["active"], d["long"].astype(jnp.int32), 2))
@@ -469,7 +482,8 @@ def sharded_pass(method, pb: Problem, st, key):
             w_k, out = c
             a, D = lax.dynamic_slice_in_dim(a0, lo, H), lax.dynamic_slice_in_dim(Dii, lo, H)
             dlt = lax.dynamic_slice_in_dim(out[:, 0], lo, H) - a  # 0 for rows not stepped
-            both = lax.psum(jnp.concatenate([w_k - w, jnp.stack([jnp.sum((D * a - 1.0) * dlt),
+            lin = lax.dynamic_slice_in_dim(recs["table"][:, width + 4], lo, H)
+            both = lax.psum(jnp.concatenate([w_k - w, jnp.stack([jnp.sum((D * a - lin) * dlt),
                                                                  jnp.sum(D * dlt * dlt)])]), AXIS)
             v = both[:-2]  # one all-reduce of d + 2 numbers
             slope, curv = jnp.vdot(w, v) + both[-2], jnp.vdot(v, v) + both[-1]

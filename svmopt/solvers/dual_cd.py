@@ -73,6 +73,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _dcd
+from ..losses import MissingCapability
 from ..sharding import AXIS
 from ..problem import Problem, dual_objective, primal_objective, project_dual
 from ..result import Status
@@ -127,6 +128,10 @@ class DualCD(Method):
 
     def validate(self, pb: Problem) -> None:
         require_box_dual(self.name, pb)
+        if pb.loss.dual.l1 is not None and (self.resolved(pb) == "block" or _sharded(pb)):
+            raise MissingCapability(f"dual_cd takes the regression dual's soft-thresholded step ({pb.loss!r}) in its "
+                                    "serial and online passes on one device; the block variant (the default off "
+                                    "the CPU) and row-sharded X do not: use variant='serial', or method=newton / alm")
         if self.variant not in ("auto", "serial", "online", "block"):
             raise ValueError(f"dual_cd variant must be 'auto', 'serial', 'online' or 'block', got {self.variant!r}")
         if self.impl not in ("auto", "xla", "ffi"):

@@ -49,8 +49,8 @@ from jax import lax
 
 from ..problem import Problem, dual_objective, project_dual, relative_gap
 from ..result import Status
-from .base import DUAL, PRIMAL, Iterate, Method, Start, box_table, check_positive, require_box_dual, start_or, \
-    stall_update
+from .base import DUAL, PRIMAL, Iterate, Method, Start, box_table, check_positive, require, require_box_dual, \
+    start_or, stall_update
 
 __all__ = ["DualNewton", "dual_newton"]
 
@@ -96,6 +96,9 @@ class DualNewton(Method):
 
     def validate(self, pb: Problem) -> None:
         require_box_dual(self.name, pb)
+        require(pb.loss.dual.linear is None and pb.loss.dual.l1 is None,
+                f"dual_newton solves the classification duals (a smooth box-plus-diagonal dual); {pb.loss!r} has "
+                "the regression dual's |alpha| term: use method=dual_cd, newton or alm")
         check_positive(self, "tol", "cg_eta")
         check_positive(self, "cg_iters", "patience", integer=True)
         check_positive(self, "obj_tol", "damping", allow_zero=True)
