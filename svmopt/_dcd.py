@@ -8,6 +8,8 @@ its pure-XLA serial pass (``svmopt/solvers/dcd_passes.py``).
 
   pass_(w, alpha, coef, rows, active, Mbar, mbar, bits) -> (w', alpha', kept, M, m)
 
+(w has d + 1 entries when ``rows`` carries an implicit bias feature, ``operators.with_bias``.)
+
 coef (n, 6) = [D_ii, lo_i, hi_i, 1/Qbar_ii, lin_i, eps] (``solvers.base.box_table``); rows = ``rows(op, y)`` (the operator's own arrays and
 the labels: the kernel forms z_i = y_i x_i as it goes); bits (2,) uint32 seed the pass's order.
 vmap runs the lanes one after the other (a pass is sequential by nature).
@@ -49,16 +51,20 @@ def supports(dtype) -> bool:
 
 
 def rows(op, y):
-    """The rows for the kernel: CSR (vals, cols, ptr) or dense (vals (n, d), empty cols / ptr), and
-    the labels y. The arrays are the operator's own (no label-scaled copy of X, which costs memory
-    and time every solve; no clipped copy of the columns: the kernel clamps each index into [0, d)
-    where it reads it, and checks the row pointers)."""
+    """The rows for the kernel: CSR (vals, cols, ptr) or dense (vals (n, d), empty cols / ptr), the
+    labels y, and the operator's implicit bias feature (``operators.with_bias``: (1,) its value, else
+    (0,)). The arrays are the operator's own (no label-scaled copy of X, which costs memory and time
+    every solve; no clipped copy of the columns: the kernel clamps each index into [0, d) where it
+    reads it, and checks the row pointers)."""
     y = jnp.asarray(y, op.dtype)
+    bias = jnp.zeros((0,), op.dtype)
+    if getattr(op, "bias", None) is not None:  # a constant column the kernel adds as it reads a row
+        bias, op = jnp.reshape(jnp.asarray(op.bias, op.dtype), (1,)), op.base
     if op.layout == "sparse":
         data, indices, indptr, _ = op.entries()
-        return dict(vals=data, cols=indices.astype(jnp.int32), ptr=indptr.astype(jnp.int32), y=y)
+        return dict(vals=data, cols=indices.astype(jnp.int32), ptr=indptr.astype(jnp.int32), y=y, bias=bias)
     empty = jnp.zeros((0,), jnp.int32)
-    return dict(vals=op.dense(), cols=empty, ptr=empty, y=y)
+    return dict(vals=op.dense(), cols=empty, ptr=empty, y=y, bias=bias)
 
 
 def pass_(w, alpha, coef, rows, active, Mbar, mbar, bits):
@@ -68,6 +74,7 @@ def pass_(w, alpha, coef, rows, active, Mbar, mbar, bits):
         (jax.ShapeDtypeStruct(w.shape, dt), jax.ShapeDtypeStruct(alpha.shape, dt),
          jax.ShapeDtypeStruct(alpha.shape, jnp.bool_), jax.ShapeDtypeStruct((2,), dt)),
         vmap_method="sequential", input_output_aliases={0: 0, 1: 1})
-    w, alpha, kept, ext = call(w, alpha, coef, rows["vals"], rows["cols"], rows["ptr"], rows["y"], active,
+    bias = rows.get("bias", jnp.zeros((0,), dt))
+    w, alpha, kept, ext = call(w, alpha, coef, rows["vals"], rows["cols"], rows["ptr"], rows["y"], bias, active,
                                jnp.stack([Mbar, mbar]).astype(dt), bits)
     return w, alpha, kept, ext[0], ext[1]

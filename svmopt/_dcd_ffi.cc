@@ -17,7 +17,9 @@
 //   svmopt_dcd_pass_{f32,f64}
 //     operands  w (d), alpha (n), coef (n, 6) = [D_ii, lo_i, hi_i, 1/Qbar_ii, lin_i, eps] per row,
 //               vals, cols, ptr: the rows x_i, either CSR (vals (nnz), cols (nnz), ptr (n + 1)) or
-//               dense (vals (n, d), cols and ptr empty), y (n) the labels, active (n) bool, bounds (2) = [Mbar, mbar]
+//               dense (vals (n, d), cols and ptr empty), y (n) the labels, bias (1) or (0): a constant
+//               feature of that value after the rows' d columns (LIBLINEAR's -B, not stored in X: w then
+//               has d + 1 entries), active (n) bool, bounds (2) = [Mbar, mbar]
 //               (eq. 16; +-inf: no shrinking), seed (2) uint32 (the pass's random order)
 //     results   w' (d), alpha' (n), kept (n) bool (visited and not shrunk), extremes (2) = [M, m],
 //               the largest and smallest projected gradient over the kept coordinates
@@ -112,10 +114,10 @@ struct Rows {
 // version here, and the pass ran 1.3-2x slower, dense rows 3x with the next point).
 // The sweep is a function of raw pointers kept apart from the FFI entry (noinline): inlined
 // there, GCC 12 vectorized none of its loops.
-template <typename T, bool kDense>
+template <typename T, bool kDense, bool kBias>
 __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restrict Y, const int32_t* __restrict order,
                                      size_t A, const T* __restrict cf, T* __restrict w, T* __restrict alpha,
-                                     bool* __restrict kept, T Mbar, T mbar, T* ext) {
+                                     bool* __restrict kept, T Mbar, T mbar, T bias, T* ext) {
   constexpr size_t kFar = 16, kNear = 8;
   constexpr int64_t kLine = 64, kLines = 16;
   const int64_t d = z.d;
@@ -152,7 +154,9 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restric
     const T* c = cf + kCoefs * int64_t(i);
     const T Dii = c[0], lo = c[1], hi = c[2], invq = c[3], lin = c[4], eps = c[5];
     const T a = alpha[i], yi = Y[i];
-    const T G = yi * z.dot(i, w) - lin + Dii * a;  // eq. 12
+    T xw = z.dot(i, w);
+    if constexpr (kBias) xw += bias * w[d];  // w[d]: the bias feature's weight
+    const T G = yi * xw - lin + Dii * a;  // eq. 12
     const T up = a >= 0 ? G + eps : G - eps, down = a > 0 ? G + eps : G - eps;  // one-sided derivatives
     const bool at_lo = a <= lo, at_hi = a >= hi;
     if ((at_lo && up > Mbar) || (at_hi && down < mbar)) continue;  // eq. 16: shrunk (stays at its bound)
@@ -166,6 +170,7 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restric
     const T a_new = std::min(std::max(zi, lo), hi);
     if (a_new != a) {
       z.axpy(i, (a_new - a) * yi, w);  // eq. 13
+      if constexpr (kBias) w[d] += bias * (a_new - a) * yi;
       alpha[i] = a_new;
     }
   }
@@ -175,7 +180,7 @@ __attribute__((noinline)) void Sweep(const Rows<T, kDense> z, const T* __restric
 
 template <ffi::DataType DT>
 ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> coef, ffi::Buffer<DT> vals,
-                ffi::Buffer<ffi::S32> cols, ffi::Buffer<ffi::S32> ptr, ffi::Buffer<DT> labels,
+                ffi::Buffer<ffi::S32> cols, ffi::Buffer<ffi::S32> ptr, ffi::Buffer<DT> labels, ffi::Buffer<DT> bias_in,
                 ffi::Buffer<ffi::PRED> active,
                 ffi::Buffer<DT> bounds, ffi::Buffer<ffi::U32> seed, ffi::ResultBuffer<DT> w_out,
                 ffi::ResultBuffer<DT> alpha_out, ffi::ResultBuffer<ffi::PRED> kept_out,
@@ -183,10 +188,12 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
   using T = ffi::NativeType<DT>;
   auto count = [](const auto& b) { return int64_t(b.element_count()); };
   auto rcount = [](auto& b) { return int64_t(b->element_count()); };
-  const int64_t d = count(w_in), n = count(alpha_in), nnz = count(vals);
+  const bool has_bias = count(bias_in) == 1;
+  const int64_t dw = count(w_in), d = dw - (has_bias ? 1 : 0), n = count(alpha_in), nnz = count(vals);
   const bool sparse = count(ptr) > 0;
   if (count(coef) != kCoefs * n || count(labels) != n || count(active) != n || count(bounds) != 2 || count(seed) != 2 ||
-      rcount(w_out) != d || rcount(alpha_out) != n || rcount(kept_out) != n || rcount(extremes) != 2)
+      count(bias_in) > 1 || d < 1 || rcount(w_out) != dw || rcount(alpha_out) != n || rcount(kept_out) != n ||
+      rcount(extremes) != 2)
     return ffi::Error::InvalidArgument("svmopt dcd: operand shapes do not match");
   if (sparse ? (count(ptr) != n + 1 || count(cols) != nnz) : (nnz != n * d))
     return ffi::Error::InvalidArgument("svmopt dcd: the rows do not match w and alpha");
@@ -199,7 +206,8 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
   }
   T* w = w_out->typed_data();
   T* alpha = alpha_out->typed_data();
-  if (w != w_in.typed_data()) std::memcpy(w, w_in.typed_data(), sizeof(T) * d);
+  if (w != w_in.typed_data()) std::memcpy(w, w_in.typed_data(), sizeof(T) * dw);
+  const T bias = has_bias ? bias_in.typed_data()[0] : T(0);
   if (alpha != alpha_in.typed_data()) std::memcpy(alpha, alpha_in.typed_data(), sizeof(T) * n);
   const T* cf = coef.typed_data();
   const bool* act = active.typed_data();
@@ -217,12 +225,14 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
   for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng.below(uint32_t(k))]);
 
   T* ext = extremes->typed_data();
-  if (sparse)
-    Sweep<T, false>({vals.typed_data(), C, P, d}, labels.typed_data(), order.data(), order.size(), cf, w, alpha,
-                    kept, Mbar, mbar, ext);
-  else
-    Sweep<T, true>({vals.typed_data(), nullptr, nullptr, d}, labels.typed_data(), order.data(), order.size(), cf,
-                   w, alpha, kept, Mbar, mbar, ext);
+  const Rows<T, false> csr{vals.typed_data(), C, P, d};
+  const Rows<T, true> dense{vals.typed_data(), nullptr, nullptr, d};
+  const T* Y = labels.typed_data();
+  const size_t A = order.size();
+  if (sparse && has_bias) Sweep<T, false, true>(csr, Y, order.data(), A, cf, w, alpha, kept, Mbar, mbar, bias, ext);
+  else if (sparse) Sweep<T, false, false>(csr, Y, order.data(), A, cf, w, alpha, kept, Mbar, mbar, bias, ext);
+  else if (has_bias) Sweep<T, true, true>(dense, Y, order.data(), A, cf, w, alpha, kept, Mbar, mbar, bias, ext);
+  else Sweep<T, true, false>(dense, Y, order.data(), A, cf, w, alpha, kept, Mbar, mbar, bias, ext);
   return ffi::Error::Success();
 }
 
@@ -236,6 +246,7 @@ ffi::Error Pass(ffi::Buffer<DT> w_in, ffi::Buffer<DT> alpha_in, ffi::Buffer<DT> 
       .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<ffi::S32>>()    \
       .Arg<ffi::Buffer<ffi::S32>>()    \
+      .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<DT>>()          \
       .Arg<ffi::Buffer<ffi::PRED>>()   \
       .Arg<ffi::Buffer<DT>>()          \

@@ -31,7 +31,7 @@ from jax import lax
 from . import _csr, _ffi
 from .checks import check_finite_X
 
-__all__ = ["DenseOperator", "SparseOperator", "as_operator"]
+__all__ = ["DenseOperator", "SparseOperator", "BiasColumn", "as_operator", "with_bias"]
 
 
 def _tdot(u, X):
@@ -275,6 +275,67 @@ class SparseOperator:
         return sp.csr_matrix(
             (np.asarray(self.data), np.asarray(self.indices), np.asarray(self.indptr)), shape=self._shape
         )
+
+
+@jax.tree_util.register_pytree_node_class
+class BiasColumn:
+    """[X, s 1]: an operator with a constant last column of value ``bias``, not stored (LIBLINEAR's
+    -B without a copy of X). The products split w into (w_X, w_last); the compiled dual CD pass adds
+    the column as it reads a row (``_dcd.rows``). Built by ``with_bias``."""
+
+    def __init__(self, base, bias):
+        self.base, self.bias = base, bias
+
+    def tree_flatten(self):
+        return (self.base, self.bias), None
+
+    @classmethod
+    def tree_unflatten(cls, _, children):
+        return cls(*children)
+
+    layout = property(lambda self: self.base.layout)
+    dtype = property(lambda self: self.base.dtype)
+    nnz = property(lambda self: self.base.nnz + self.base.shape[0])
+
+    @property
+    def shape(self):
+        n, d = self.base.shape
+        return n, d + 1
+
+    def matvec(self, w):
+        return self.base.matvec(w[..., :-1]) + self.bias * w[..., -1:] if w.ndim > 1 else \
+            self.base.matvec(w[:-1]) + self.bias * w[-1]
+
+    def rmatvec(self, u):
+        return jnp.concatenate([self.base.rmatvec(u), jnp.reshape(self.bias * jnp.sum(u), (1,))])
+
+    def fused(self, w, f, aux=()):
+        g, s = f(self.matvec(w), *aux)
+        return self.rmatvec(g), jnp.sum(s)
+
+    def row_sq_norms(self):
+        return self.base.row_sq_norms() + self.bias * self.bias
+
+    def row_inf_norms(self):
+        return jnp.maximum(self.base.row_inf_norms(), jnp.abs(self.bias))
+
+    def col_sq_norms(self):
+        return jnp.concatenate([self.base.col_sq_norms(), jnp.reshape(self.bias * self.bias * self.shape[0], (1,))])
+
+    def sq_rmatvec(self, D):
+        return jnp.concatenate([self.base.sq_rmatvec(D), jnp.reshape(self.bias * self.bias * jnp.sum(D), (1,))])
+
+    def dense(self):
+        n = self.base.shape[0]
+        return jnp.concatenate([self.base.dense(), jnp.full((n, 1), self.bias, self.dtype)], axis=1)
+
+    def walks_rows(self) -> bool:
+        return False
+
+
+def with_bias(op, bias: float = 1.0) -> BiasColumn:
+    """``op`` with LIBLINEAR's bias feature of value ``bias`` appended, lazily (see ``BiasColumn``)."""
+    return BiasColumn(op, jnp.asarray(bias, op.dtype))
 
 
 # "auto" layout: a sparse X is densified when it is this dense and fits this budget.

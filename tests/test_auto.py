@@ -42,8 +42,16 @@ def test_every_pair_gets_a_method_that_certifies():
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
     assert seen == {"newton", "alm"} | ({"newglmnet"} if _l1cd.available() else set())
-    # wide data (more features than rows) with a free intercept: Jacobi-scaled alm even for a smooth loss
+    # wide data (more features than rows) with a free intercept: newton from dual CD passes on the
+    # bias-feature problem where the compiled pass runs (a box dual), else Jacobi-scaled alm
     pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)
+    method, _ = auto.choose(pb)
+    from svmopt import _dcd
+    if _dcd.available():
+        assert method.name == "newton" and method.warm == "dual_cd"
+    else:
+        assert method.name == "alm" and method.precondition
+    pb, _, _ = prepare(X[:8], y[:8], loss=logistic, reg=l2)  # no box dual: alm
     method, _ = auto.choose(pb)
     assert method.name == "alm" and method.precondition
 

@@ -379,8 +379,10 @@ def test_dual_cd_warm_start_on_wide_data_matches_liblinear():
 
 
 def test_dual_cd_warm_start_float32_and_its_refusals():
-    """float32 certifies 1e-3 at LIBLINEAR's optimum; the warm start names what it needs (no free
-    intercept, a loss with a box dual); a new warm_passes is a runtime number (no recompile)."""
+    """float32 certifies 1e-3 at LIBLINEAR's optimum; the warm start names what it needs (a loss with
+    a box dual); a new warm_passes is a runtime number (no recompile). With a free intercept the
+    passes run on the bias-feature problem and Newton certifies the free-intercept optimum (that of
+    newton from zero, float64)."""
     X, yy, ref = _wide()
     kw = dict(loss=squared_hinge, intercept_scaling=1.0)
     r = svmopt.solve(X, yy, method=newton(warm="dual_cd", warm_passes=7), **kw)
@@ -392,8 +394,10 @@ def test_dual_cd_warm_start_float32_and_its_refusals():
         assert res.status == Status.CONVERGED
         P = references.objective(X, yy, np.asarray(res.w, float), float(res.b), 1.0, 2, bias_regularized=True)
         assert P <= ref * (1 + 2e-3) and P >= ref * (1 - 1e-5)
-    with pytest.raises(MissingCapability, match="warm='dual_cd'.*free intercept"):
-        svmopt.solve(X, yy, loss=squared_hinge, method=newton(warm="dual_cd"))
+    free = svmopt.solve(X, yy, loss=squared_hinge, method=newton(warm="dual_cd", tol=1e-9), dtype=jnp.float64)
+    cold = svmopt.solve(X, yy, loss=squared_hinge, method=newton(tol=1e-9), dtype=jnp.float64)
+    assert free.status == cold.status == Status.CONVERGED and int(free.extras["warm_passes"]) > 0
+    assert abs(float(free.primal_objective) - float(cold.primal_objective)) <= 2e-9 * float(cold.primal_objective)
     with pytest.raises(MissingCapability, match="warm='dual_cd'"):
         svmopt.solve(X, yy, loss=logistic, intercept_scaling=1.0, method=newton(warm="dual_cd"))
     with pytest.raises(ValueError, match="warm"):

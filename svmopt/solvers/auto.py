@@ -112,11 +112,14 @@ class Auto:
             out.append((newton(**tol), "twice-differentiable loss, an l2-type regularizer, rows >= features: "
                                        "truncated Newton"))
         # wide data, a box dual with no upper end (the squared hinge): Newton from 0 takes many steps,
-        # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1)
-        if pb.d > pb.n and box_dual(pb) and not bounded_dual(pb) and dual_cd.native(pb):
+        # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1). A free intercept
+        # is warm-started from the bias-feature problem's passes (newton's warm start)
+        flat = pb.replace(fit_intercept=False)
+        if pb.d > pb.n and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb):
             out.append((newton(warm="dual_cd", warm_passes=300, **tol),
-                        "twice-differentiable loss with a box dual (squared hinge), l2, no free intercept, more "
-                        "features than rows, on the CPU: truncated Newton from 300 compiled dual CD passes"))
+                        "twice-differentiable loss with a box dual (squared hinge), l2, more features than rows, "
+                        "on the CPU: truncated Newton from 300 compiled dual CD passes (with a free intercept, "
+                        "on LIBLINEAR's bias-feature problem)"))
         if bounded_dual(pb) and dual_cd.native(pb):
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))
