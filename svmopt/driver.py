@@ -131,6 +131,10 @@ def compiled(name, fn, args, donate=()):
     return exe, dt
 
 
+RECORDS = 256
+"""History rows a chunk records inside the compiled loop (the chunk is cut to fit them)."""
+
+
 def _with_shardings(shapes, exe):
     """The shapes of ``exe``'s outputs with the shardings it produces (rows over devices stay there)."""
     return jax.tree_util.tree_map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
@@ -153,8 +157,9 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     k, code, one, last, report = jax.device_put([np.int32(0), np.int32(RUNNING), np.int32(1), np.int32(max_iter),
                                                  np.asarray(bool(verbose))])
     chunk_args = (method, pb, state_shape, k, code, one)
-    if history:
-        chunk, dt = compiled("chunk", loop.chunk, chunk_args, donate=(2,))
+    if history:  # records made inside the loop (loop.recorded_chunk), at most RECORDS per chunk
+        rows, every = jax.device_put([np.zeros((RECORDS, 3), np.dtype(pb.dtype)), np.int32(prog.record_every)])
+        chunk, dt = compiled("chunk+record", loop.recorded_chunk, chunk_args + (rows, every), donate=(2, 6))
         tc += dt
         summ, dt = compiled("summary", loop.summary, chunk_args[:5])
         tc += dt
@@ -171,27 +176,30 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         prog.report(0, s.primal, s.dual, elapsed)
     per_iter, kk, chunks = None, 0, 0
     while kk < max_iter and int(code) == RUNNING:
-        until = prog.next_until(kk, max_iter, per_iter, chunks if jax.process_count() > 1 else None)
+        until = prog.next_until(kk, max_iter, per_iter, chunks if jax.process_count() > 1 else None,
+                                cap=RECORDS * prog.record_every if history else None)
         chunks += 1
         t1 = time.perf_counter()
         if history:
-            state, k, code = chunk(method, pb, state, k, code, i32(until))
-            jax.block_until_ready(state)
+            state, k, code, rows, count = chunk(method, pb, state, k, code, i32(until), rows, every)
+            got = np.asarray(rows)[: int(count)]
         else:
             state, k, code, s = chunk(method, pb, state, k, code, i32(until), last, report)
             jax.block_until_ready(s)
         dt = time.perf_counter() - t1
-        elapsed += dt
         done = int(k) - kk
         per_iter = dt / max(done, 1)
+        if history:  # a row's time: the chunk's time shared out by iterations
+            for it, primal, dual in got:
+                prog.report(int(it), primal, dual, elapsed + dt * (int(it) - kk) / max(done, 1))
+        elapsed += dt
         kk = int(k)
-        if history:
-            s = summ(method, pb, state, k, code)
-        if history or verbose:
+        if verbose and not history:
             prog.report(kk, s.primal, s.dual, elapsed)
-    if s is None:  # max_iter reached before any chunk (cannot happen for max_iter >= 1)
-        summ, dt = compiled("summary", loop.summary, (method, pb, state, k, code))
-        tc += dt
+    if s is None or history:  # the summary once, at the end
+        if s is None and not history:  # max_iter reached before any chunk (cannot happen for max_iter >= 1)
+            summ, dt = compiled("summary", loop.summary, (method, pb, state, k, code))
+            tc += dt
         s = summ(method, pb, state, k, code)
     if verbose and not history:
         prog.report(kk, s.primal, s.dual, elapsed, force=True)

@@ -148,9 +148,16 @@ def resolve_kernel(kernel, X=None, *, gamma="scale", degree=3, coef0=0.0) -> Ker
         if gamma == "auto":
             gamma = 1.0 / d
         else:
-            var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else np.asarray(X).var()
+            with np.errstate(over="ignore", invalid="ignore"):
+                var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else np.asarray(X, float).var()
+            if not np.isfinite(var):
+                raise ValueError("gamma='scale' is 1 / (n_features var(X)), and var(X) overflows: X holds values too "
+                                 "large to square; scale the features (e.g. to [0, 1]) or pass gamma as a number")
             gamma = 1.0 / (d * var) if var > 0 else 1.0
-    gamma = float(gamma)
+    try:
+        gamma = float(gamma)
+    except (TypeError, ValueError):
+        raise ValueError(f"gamma must be a number > 0, 'scale' or 'auto', got {gamma!r}") from None
     if name == "rbf":
         return kernels.rbf(gamma)
     if name == "polynomial":
@@ -455,4 +462,7 @@ class SVMClassifier(_Params):
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy (weighted by sample_weight if given)."""
-        return float(np.average(self.predict(X) == np.asarray(y).ravel(), weights=sample_weight))
+        pred, y = self.predict(X), np.asarray(y).ravel()
+        if y.shape != pred.shape:
+            raise ValueError(f"shape mismatch: X has {pred.shape[0]} rows but y has {y.shape[0]} labels")
+        return float(np.average(pred == y, weights=sample_weight))

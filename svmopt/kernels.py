@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["Kernel", "linear", "rbf", "polynomial", "sigmoid", "from_function", "kernel_rows", "kernel_diag"]
+__all__ = ["check_block", "Kernel", "linear", "rbf", "polynomial", "sigmoid", "from_function", "kernel_rows", "kernel_diag"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -142,8 +142,27 @@ def from_function(fn: Callable, name: str | None = None, psd: bool = True) -> Ke
     is not positive semidefinite (no run certifies then, ``Kernel.psd``)."""
     if not callable(fn):
         raise TypeError(f"kernel must be callable fn(A, B), got {fn!r}")
+    check_block(fn, 2, name)
     return Kernel(name or getattr(fn, "__name__", "custom"), lambda p, A, B: fn(A, B),
                   lambda p, A: jax.vmap(lambda a: fn(a[None, :], a[None, :])[0, 0])(A), {}, bool(psd))
+
+
+def check_block(fn, d: int, name=None) -> None:
+    """Trace ``fn`` on (2, d) x (3, d) blocks: it must be written with jax.numpy and return the (2, 3)
+    block, or a TypeError / ValueError says what to write instead."""
+    a, b = jax.ShapeDtypeStruct((2, d), jnp.float32), jax.ShapeDtypeStruct((3, d), jnp.float32)
+    try:
+        out = jax.eval_shape(fn, a, b)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError) as exc:
+        raise TypeError(f"kernel function {name or getattr(fn, '__name__', fn)} must be written with jax.numpy "
+                        "(jnp): svmopt evaluates it inside compiled programs; e.g. "
+                        "from_function(lambda A, B: (A @ B.T + 1.0) ** 2). A numpy kernel of a scikit-learn "
+                        f"habit can be given as a precomputed Gram matrix instead. ({type(exc).__name__})") from None
+    if getattr(out, "shape", None) != (2, 3):
+        raise ValueError(f"kernel function {name or getattr(fn, '__name__', fn)} returned shape "
+                         f"{getattr(out, 'shape', type(out).__name__)} for blocks of 2 and 3 rows: fn(A, B) must return "
+                         "the (len(A), len(B)) block of kernel values")
 
 
 def kernel_diag(kernel: Kernel, X):

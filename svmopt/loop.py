@@ -28,7 +28,8 @@ from .result import Status
 from .solvers.base import COLD, Start
 
 __all__ = ["Summary", "Loop", "RUNNING", "has_dual", "objectives", "certifies", "final_status", "summarize",
-           "iterate", "init", "core", "zero_start", "chunk", "chunk_summary", "summary"]
+           "iterate", "progress", "recorded_chunk", "init", "core", "zero_start", "chunk", "chunk_summary",
+           "summary"]
 
 RUNNING = -1
 """The loop's code for "still running" (status codes are ``Status`` values, all >= 0)."""
@@ -233,6 +234,44 @@ def iterate(method, pb: Problem, loop: Loop, k0, code0, until):
         return k + 1, loop, code
 
     return lax.while_loop(cond, body, (k0, loop, code0))
+
+
+def progress(method, pb: Problem, st):
+    """(P, D) of a state for a history row: the method's own figures where it keeps them
+    (``Method.progress``, no product with X), else computed (``objectives`` without the polish)."""
+    own = method.progress(pb, st)
+    if own is not None:
+        return own
+    _, primal, dual, _ = objectives(method, pb, st, polish=False)
+    return primal, dual
+
+
+def recorded_chunk(method, pb, state, k, code, until, rows, every):
+    """A chunk that records (iteration, P, D) every ``every`` iterations (and at its last one) into
+    ``rows`` (R, 3), inside the compiled loop: a history costs what P and D cost, not a call of the
+    host per record. The caller keeps ``until`` within R records. Returns (state, k, code, rows, count)."""
+    def cond(c):
+        k, _, code, _, _ = c
+        return (k < until) & (code == RUNNING)
+
+    def body(c):
+        k, lp, _, rows, count = c
+        lp = lp._replace(st=method.step(pb, lp.st))
+        code = jnp.asarray(method.check(pb, lp.st), jnp.int32)
+        lp, code = certify(method, pb, lp, code, k + 1)
+        due = ((k + 1) % every == 0) | (code != RUNNING) | (k + 1 >= until)
+
+        def record(rc):
+            rows, count = rc
+            primal, dual = progress(method, pb, lp.st)
+            row = jnp.stack([(k + 1).astype(rows.dtype), primal, dual]).astype(rows.dtype)
+            return lax.dynamic_update_index_in_dim(rows, row, count, 0), count + 1
+
+        rows, count = lax.cond(due, record, lambda rc: rc, (rows, count))
+        return k + 1, lp, code, rows, count
+
+    k, state, code, rows, count = lax.while_loop(cond, body, (k, state, code, rows, jnp.zeros((), jnp.int32)))
+    return state, k, code, rows, count
 
 
 def init(method, pb, start):

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from . import finish, plan, stages
-from .checks import check_C
+from .checks import as_matrix, check_C
 from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
 from .multiclass import MulticlassResult
@@ -56,8 +56,8 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
     kw = dict(loss=loss, reg=reg, method=method, C=float(C_arr[0]), fit_intercept=fit_intercept,
               intercept_scaling=intercept_scaling, sample_weight=sample_weight, max_iter=run["max_iter"],
               dtype=dtype, layout=layout, kernel=kernel)
-    n = X.shape[0] if hasattr(X, "shape") else len(X)
-    ovr = plan.targets(y, n, "ovr")[1].size > 2
+    X = as_matrix(X)
+    ovr = plan.targets(y, X.shape[0], "ovr")[1].size > 2
     base = plan.one_vs_rest(X, y, **kw) if ovr else plan.binary(X, y, bucket=kernel is None, **kw)
     order = np.argsort(C_arr, kind="stable")
     results: list = [None] * C_arr.size

@@ -229,7 +229,7 @@ def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_
                          f"{np.dtype(dt).name} can solve with; use dtype=float64 or smaller weights")
     if intercept_scaling is not None:
         fit_intercept = False
-    check_width(X.shape[1] + (intercept_scaling is not None), dt)
+    check_width(X.shape[1] + (intercept_scaling is not None), dt)  # (kernel models: their rows, checked alike)
     bucketed = bucket and not is_operator(X)
     rows = bucket_rows(n) if bucketed else n
     pad = rows - n
@@ -279,6 +279,17 @@ def prepare(X, y, *, loss, reg, C=1.0, fit_intercept=True, intercept_scaling=Non
 
 
 # ---------------------------------------------------------------------------------- method and start
+def _kernel_arg(kernel):
+    """A kernel argument is a ``Kernel`` object; a name is what the estimator takes."""
+    if kernel is None or isinstance(kernel, Kernel):
+        return
+    if isinstance(kernel, str):
+        raise TypeError(f"kernel={kernel!r}: svmopt.solve takes a Kernel object, e.g. svmopt.kernels.rbf(gamma=0.1) "
+                        f"(svmopt.SVMClassifier(kernel={kernel!r}) takes the name)")
+    raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. svmopt.kernels.rbf(gamma=0.1)), got "
+                    f"{type(kernel).__name__} {kernel!r:.60}")
+
+
 def choose(method, pb: Problem, kernel=None):
     """(method to run, hand-over or None, why): ``auto`` picks one for this problem
     (``svmopt.solvers.auto``); any other method runs as given."""
@@ -383,7 +394,10 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
     """One binary problem, or a grid over C (``C`` 1-D): the plan of ``svmopt.solve``. A loss of the
     residual (``Loss.needs_targets``) makes it a regression on real targets y."""
     task = "regression" if isinstance(loss, Loss) and loss.needs_targets else "binary"
-    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    _kernel_arg(kernel)
+    if not sharding.is_sharded(X):
+        X = as_matrix(X)
+    n = X.shape[0]
     if devices is not None and np.ndim(C) == 0 and kernel is None and task == "binary":  # rows over devices
         X, y, sample_weight = sharding.shard_rows(X, y, np.ones(n) if sample_weight is None else sample_weight,
                                                   devices=devices, dtype=dtype)
@@ -411,6 +425,7 @@ def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept
     if np.ndim(C) != 0:
         raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
                          "loop over C or use svmopt.solve for a binary grid")
+    _kernel_arg(kernel)
     if kernel is not None and sharding.is_sharded(X):
         raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
     pb, Y, classes, _, n = _data(X, y, "ovr", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,

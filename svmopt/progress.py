@@ -32,7 +32,7 @@ class Progress:
         self.last_k = 0
         self.last_step = 1
 
-    def next_until(self, k, max_iter, per_iter, chunks=None):
+    def next_until(self, k, max_iter, per_iter, chunks=None, cap=None):
         """The iteration the next chunk runs to: about TARGET seconds at the measured per-iteration
         time. The first chunk is one iteration (one iteration of a cutting plane or AL-FPGM on a
         large problem can take a second) and a chunk grows at most ``GROWTH``-fold over the last,
@@ -40,7 +40,7 @@ class Progress:
         ``chunks`` (the number of chunks run so far) replaces the timing rule by a fixed doubling
         16, 32, ... 1024: several processes must run chunks of the same length (the collectives
         inside must match), so no clock may decide it."""
-        if self.history:
+        if self.history and cap is None:  # one record per chunk (batches)
             step = self.record_every
         elif chunks is not None:
             step = min(16 << min(chunks, 6), 1024)
@@ -49,6 +49,9 @@ class Progress:
             every = self.every()
             if every:  # a callback with ``every`` sees exactly the multiples of every
                 step = every - k % every if per_iter is None else min(step, every - k % every)
+        if cap is not None:  # records inside the loop: chunks end on multiples of record_every
+            e = self.record_every
+            step = max(e, min(step, cap) // e * e - k % e)
         step = max(1, step)
         self.last_step = step
         return int(min(max_iter, k + step))

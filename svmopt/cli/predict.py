@@ -25,6 +25,9 @@ def _predict_parser():
     p.add_argument("model_file")
     p.add_argument("output_file")
     p.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
+    p.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                   help="allow an svmopt model file to declare up to N bytes of arrays (default: from the file's "
+                        "size, svmopt.load_model's rule)")
     return p
 
 
@@ -35,7 +38,9 @@ def _predict(argv) -> int:
         model = load_liblinear_model(args.model_file)
         d = int(np.shape(model.w)[-1])
     else:
-        model = load_model(args.model_file)
+        if args.max_bytes is not None and args.max_bytes <= 0:
+            raise ValueError(f"--max-bytes must be > 0, got {args.max_bytes}")
+        model = load_model(args.model_file, max_bytes=args.max_bytes)
         d = int(model.extras["header"]["n_features"])
     X, y = load_svmlight(args.test_file)
     if X.shape[1] > d:  # features the model never saw carry no weight (LIBLINEAR ignores them)

@@ -285,6 +285,11 @@ def _train(argv) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     if args.folds is not None and args.folds < 2:
         raise ValueError("n-fold cross validation: n must >= 2")
+    if args.progress is not None and args.progress < 0:
+        raise Usage(f"svmopt-train: error: --progress takes K >= 0 (a line every K iterations; 0: off), "
+                    f"got {args.progress}")
+    if args.model_file is not None and not args.model_file.strip():
+        raise Usage("svmopt-train: error: the model file name is empty")
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     plan = _plan(args)
@@ -299,6 +304,8 @@ def _train(argv) -> int:
 
     t0 = time.perf_counter()
     X, y = load_svmlight(args.data_file, n_features=args.n_features)
+    if X.shape[0] == 0:
+        raise ValueError(f"{args.data_file} holds no data rows (an empty file?)")
     classes = np.unique(y)
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
@@ -427,10 +434,16 @@ def _folds(n, k, seed):
     return [perm[i * n // k:(i + 1) * n // k] for i in range(k)]
 
 
-def _train_rows(n, test):
+def _train_rows(n, test, y=None, fold=None, k=None):
+    """The training rows of a fold; with ``y``, a fold whose training rows hold one class raises,
+    naming the fix (fewer folds or more data)."""
     keep = np.ones(n, bool)
     keep[test] = False
-    return np.flatnonzero(keep)
+    rows = np.flatnonzero(keep)
+    if y is not None and np.unique(y[rows]).size < 2:
+        raise ValueError(f"fold {fold + 1} of {k}: its training rows hold only one class ({label(y[rows][0])}), and a "
+                         f"classifier needs two: use fewer folds (-v), or more data ({n} rows)")
+    return rows
 
 
 def _fold_kw(kw, rows, i, k):
@@ -451,7 +464,7 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
     pred = np.empty(y.shape[0], dtype=y.dtype)
     t0 = time.perf_counter()
     for i, test in enumerate(folds):
-        rows = _train_rows(X.shape[0], test)
+        rows = _train_rows(X.shape[0], test, y, i, k)
         ti = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -492,7 +505,7 @@ def _find_C(args, X, y, classes, kw, what, say) -> int:
     correct = np.zeros(grid.size)
     t0 = time.perf_counter()
     for i, test in enumerate(folds):
-        rows = _train_rows(X.shape[0], test)
+        rows = _train_rows(X.shape[0], test, y, i, k)
         ti = time.perf_counter()
         fkw = _fold_kw(kw, rows, i, k)
         Xtr, ytr = X[rows], y[rows]

@@ -506,6 +506,9 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based=False, ret
     LibsvmFormatError
         On any malformed line; the message names the file and the 1-based line.
     """
+    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer))):
+        raise TypeError(f"n_features must be an integer (the number of columns) or None, got "
+                        f"{type(n_features).__name__} {n_features!r}")
     if n_features is not None and not 0 <= n_features <= _MAX_COLUMNS:
         raise ValueError(f"n_features must be in [0, {_MAX_COLUMNS}] (int32 column indices), got {n_features}")
     if shard is not None:

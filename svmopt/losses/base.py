@@ -170,8 +170,8 @@ class Loss(Composite):
         d = self.dual
         if d.quad is None:
             raise MissingCapability(
-                f"loss {self!r} has no box-plus-diagonal dual (needed by dual coordinate descent); "
-                "use method=alm or method=nesvm for it"
+                f"loss {self!r} has no box-plus-diagonal dual (what dual_cd, dual_newton, alfpgm and the cutting "
+                "plane solve); method=newton (a twice-differentiable loss, linear models), alm or nesvm take it"
             )
         return d.lower, d.upper, d.quad(self.params)
 

@@ -378,6 +378,13 @@ def from_function(fn, name: str | None = None, *, smooth: bool | None = None, cu
         return lambda m: f(jnp.ravel(m)).reshape(jnp.shape(m))
 
     grid = jnp.linspace(-5.0, 5.0, 201)
+    try:
+        jax.eval_shape(jax.grad(lambda m: jnp.sum(fn(m))), grid)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError) as exc:
+        raise TypeError(f"loss function {name or fn} must be written with jax.numpy (jnp), not numpy or Python "
+                        "branches on values: svmopt differentiates and compiles it (jax.grad, jax.jit); e.g. "
+                        f"from_function(lambda m: jnp.maximum(0.0, 1.0 - m) ** 2). ({type(exc).__name__})") from None
     vals = jnp.asarray(fn(grid), dtype=float)
     if vals.shape != grid.shape:
         raise ValueError(f"loss function {name or fn} must be elementwise (same shape out as in)")

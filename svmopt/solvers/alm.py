@@ -67,6 +67,8 @@ class ALMState(NamedTuple):
     tick: Any = None  # iterations since the criterion last halved or mu last changed (adapt_mu; else None)
     ref: Any = None  # the criterion then (adapt_mu; else None)
     mu_floor: Any = None  # lower bound of an adapted mu (adapt_mu; else None)
+    obj: Any = None  # P at the last step (for a history row)
+    low: Any = None  # D of its multipliers' dual point ("gap" criterion)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +184,7 @@ class ALM(Method):
             if self.adapt_mu else {}
         return ALMState(w=w, b=b, f=f, lam=lam, mu=mu, mu_cap=jnp.asarray(self.mu_max, dt) / scale, crit=inf,
                         grad_tol=jnp.asarray(self.grad_tol, dt), best=inf, since=jnp.asarray(0, jnp.int32),
-                        g0=g0, colsq=colsq, lip=lip, **adapt)
+                        g0=g0, colsq=colsq, lip=lip, obj=inf, low=-inf, **adapt)
 
     def step(self, pb: Problem, st: ALMState) -> ALMState:
         y, mu = pb.y, st.mu
@@ -226,7 +228,12 @@ class ALM(Method):
             mu, tick, ref = _balance_mu(self, st, mu, crit, res, dres, pb.loss.is_differentiable)
             st = st._replace(tick=tick, ref=ref)
         mu = jnp.minimum(mu * self.rho, st.mu_cap)
-        return st._replace(w=w, b=b, f=f, lam=lam, mu=mu, crit=crit, best=best, since=since)
+        low = dual if self.criterion == "gap" else st.low
+        return st._replace(w=w, b=b, f=f, lam=lam, mu=mu, crit=crit, best=best, since=since, obj=primal, low=low)
+
+    def progress(self, pb, st: ALMState):
+        # P from f (updated in place) and D of the multipliers: what the step measured
+        return (st.obj, st.low) if self.criterion == "gap" else None
 
     def check(self, pb, st: ALMState):
         tol = self.tol if self.criterion == "gap" else st.grad_tol

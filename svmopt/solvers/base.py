@@ -212,6 +212,10 @@ class Method:
         """(primal, dual, alpha) computed by the method (only when ``own_objectives``)."""
         raise NotImplementedError
 
+    def progress(self, pb, st):
+        """(P, D) the state already holds (a history row without products), or None: computed."""
+        return None
+
     def dual_bound(self, pb, st):
         """An extra valid lower bound on the optimum (e.g. a working-set dual), or None."""
         return None

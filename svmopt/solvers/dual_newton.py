@@ -219,6 +219,9 @@ class DualNewton(Method):
         alpha = project_dual(pb, st.alpha)  # the box clip (a no-op up to round-off)
         return st.obj, dual_objective(pb, alpha)[0], alpha
 
+    def progress(self, pb, st):
+        return st.obj, -st.f  # P(s v) and D(alpha) = -f, measured at every step
+
     def check(self, pb, st: DualNewtonState):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED,
                          jnp.where(st.since >= self.patience, Status.STALLED, -1))

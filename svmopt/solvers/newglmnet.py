@@ -240,6 +240,9 @@ class NewGLMNET(Method):
                                k=st.k + 1, best=jnp.stack([best_obj, best_gap]),
                                since=jnp.minimum(since_obj, since_gap), cols=st.cols)
 
+    def progress(self, pb, st):
+        return st.obj, st.dual  # measured at every step
+
     def check(self, pb, st: NewGLMNETState):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED,
                          jnp.where(st.since >= self.patience, Status.STALLED, -1))

@@ -348,6 +348,9 @@ class Newton(Method):
         primal = primal_objective(pb, it.w, it.b, pb.op.matvec(it.w) + it.b)
         return primal, st.dual, st.alpha
 
+    def progress(self, pb, st: NewtonState):
+        return st.obj, st.dual  # measured at every step: a history row costs nothing more
+
     def check(self, pb, st: NewtonState):
         return jnp.where(st.crit <= self.tol, Status.CONVERGED, jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
