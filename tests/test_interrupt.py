@@ -126,3 +126,29 @@ def test_library_keyboard_interrupt_and_usable_after():
     assert out["latency"] < 3.0, out  # KeyboardInterrupt within about a chunk, not the whole solve
     assert out["busy_after"] < 0.5, out  # no XLA loop left running on a core
     assert out["status"] == 0, out  # CONVERGED: the process is usable
+
+
+def test_the_installed_command_exits_within_a_second_of_sigint(tmp_path):
+    """The installed svmopt-train (``svmopt.cli.train_script``) ends the process as soon as the
+    interrupt is seen: JAX's interpreter teardown (~0.5 s) is skipped. Measured here from the signal
+    to the exit; the bound is generous for a loaded machine (the goal is 1 s)."""
+    data, model = tmp_path / "long.txt", tmp_path / "long.model"
+    _write_data(data)
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'svmopt-train'; from svmopt.cli import train_script; "
+           "train_script()", "--method", "nesvm", "--loss", "hinge", "-e", "1e-12", "--max-iter", "5000000",
+           "--progress", "1", str(data), str(model)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path,
+                            preexec_fn=_default_sigint)
+    try:
+        _wait_for(proc, "iter")
+        time.sleep(0.5)  # well into the loop
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "svmopt-train: interrupted" in err, (proc.returncode, err[-2000:])
+    assert not model.exists()
+    assert took < 3.0, f"svmopt-train took {took:.2f} s to exit after SIGINT"
