@@ -270,3 +270,24 @@ def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path):
     for head in ("## Summary", "## Per problem", "## References and cross-checks", "| L1 | 2 |", "| L2 | 2 |"):
         assert head in md, head
     assert set(res["summary"]) == {"L1", "L2"}
+
+
+def test_hlo_count_smoke(tmp_path):
+    """bench.hlo_count on a tiny dense-gen, steps only: a row per default method in the table, and
+    newton's CG trip (``newton._pcg``'s loop) reads X at most twice (one X v, one X^T u; once where
+    the hvp is fused)."""
+    from bench import hlo_count
+
+    out = tmp_path / "hlo.md"
+    rows = hlo_count.main(["--smoke", "--datasets", "dense-gen", "--no-certificate", "--out", str(out)])
+    md = out.read_text()
+    expected = [m for m in hlo_count.METHODS if m != "dual_cd (compiled pass)" or any(r["method"] == m for r in rows)]
+    assert [r["method"] for r in rows] == expected and len(expected) >= len(hlo_count.METHODS) - 1
+    for m in expected:
+        assert sum(line.startswith(f"| {m} | dense-gen") for line in md.splitlines()) == 1, m
+    assert "python -m bench.hlo_count --smoke" in md
+    by = {r["method"]: r for r in rows}
+    cg = [reg for _, reg in by["newton"]["loop_regions"] if reg.kind == "loop" and "_pcg" in reg.label]
+    assert cg and all(1 <= reg.reads <= 2 and reg.xbytes <= 2.0 + 1e-6 for reg in cg)
+    alm = by["alm(precondition, adapt_mu)"]
+    assert alm["kernels"] > 0 and 1 <= alm["reads"] <= 3 and alm["loops"] == "none"
