@@ -13,6 +13,10 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
   primal_objective, dual_objective, gap, status, iterations   () / (K,) / (P,): the solve's report
 
+A precomputed-kernel model (kernel "precomputed", LIBSVM's -t 4) stores its support vectors as
+their training row indices, sv (n_sv, 1), and n_features is its number of training rows n (the
+columns K(test, train) has); its kernel parameter is that n.
+
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
 reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
@@ -77,7 +81,7 @@ _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "prim
           "sv_indptr": "iu", "classes": "fiubU"}
 _HEADER_KEYS = {"format", "version", "svmopt_version", "kind", "model", "n_features", "method", "loss",
                 "reg", "C", "intercept_scaling", "kernel", "estimator", "mac", "arrays"}
-_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"),
+_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"), "precomputed": ("n",),
                   "sigmoid": ("coef0", "gamma")}
 _MAX_HEADER = 1 << 20  # JSON header bytes
 _MAX_DEPTH = 16  # JSON nesting (save_model writes 4)
@@ -94,7 +98,8 @@ def _version() -> str:
 def _kernel_spec(kernel):
     from . import kernels
 
-    shipped = {k.name: k.block for k in (kernels.linear, kernels.rbf(1.0), kernels.polynomial(), kernels.sigmoid())}
+    shipped = {k.name: k.block for k in (kernels.linear, kernels.rbf(1.0), kernels.polynomial(), kernels.sigmoid(),
+                                         kernels.precomputed())}
     if shipped.get(kernel.name) is not kernel.block:
         raise ValueError(f"cannot save a custom kernel ({kernel!r}): only {sorted(shipped)} are known to "
                          "load_model; save support_vectors and dual_coef yourself")
@@ -156,7 +161,7 @@ def save_model(model, path, *, key=None) -> Path:
         else:
             arrays["sv"] = np.asarray(sv)
         arrays["dual_coef"] = np.asarray(model.dual_coef)
-        n_features = sv.shape[1]
+        n_features = int(kernel["params"]["n"]) if kernel["name"] == "precomputed" else sv.shape[1]
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
@@ -456,7 +461,12 @@ def _check_model(path, h, a) -> dict:
     else:
         if "sv" in a:
             n_sv = a["sv"].shape[0] if a["sv"].ndim == 2 else -1
-            if a["sv"].shape != (n_sv, d):
+            gram = h["kernel"]["name"] == "precomputed"
+            if gram and (h["kernel"]["params"]["n"] != d or a["sv"].shape != (n_sv, 1)
+                         or not np.isin(a["sv"], np.arange(d)).all()):
+                raise bad(f"a precomputed kernel's sv are (n_sv, 1) training row indices in [0, {d}) (n_features "
+                          f"{d}, kernel n {h['kernel']['params']['n']}), got shape {a['sv'].shape}")
+            if not gram and a["sv"].shape != (n_sv, d):
                 raise bad(f"sv has shape {a['sv'].shape}; expected (n_sv, {d}) (n_features {d})")
             weights = ("sv", "dual_coef", "b")
         else:
@@ -498,7 +508,8 @@ def _to_result(path, header, a):
         from .multiclass import MulticlassResult as cls
     else:
         cls = Result
+    extras = {"header": header}
     return cls(w=w, b=a["b"], method=header["method"], loss=header["loss"],
                C=header["C"], classes=a.get("classes"), intercept_scaling=header["intercept_scaling"],
                kernel=kernel, support_vectors=sv, dual_coef=dual_coef,
-               extras={"header": header}, **report, **more)
+               extras=extras, **report, **more)

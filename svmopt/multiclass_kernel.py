@@ -25,7 +25,6 @@ import numpy as np
 import jax
 
 from . import finish, plan, stages
-from .checks import as_matrix
 from .kernels import Kernel, predict_kernel, rbf
 from .result import Result, SolverError, Status, warn_convergence
 from .solvers.alfpgm import alfpgm
@@ -136,7 +135,7 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
                      gap=primal - dual, status=np.asarray(out.status).astype(np.int32),
                      iterations=np.asarray(out.iterations), method=p.method.name, loss=repr(p.pb.loss), C=p.C,
                      classes=p.classes, timings=outcome.timings, extras={"support": sv_rows},
-                     kernel=kernel, support_vectors=as_matrix(p.X)[sv_rows], dual_coef=coef,
+                     kernel=p.kernel, support_vectors=p.X[sv_rows], dual_coef=coef,
                      tol=float(np.asarray(p.method.tol)), pairs=pairs)
     if not model.converged:
         msg = f"{p.method.name} one-vs-one: {model.message}" + finish.definiteness_hint(p.pb)
