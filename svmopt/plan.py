@@ -477,7 +477,8 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
                      dtype=np.int64).reshape(-1, 2)
     members = [np.flatnonzero(y == c) for c in classes]
     rows = [np.sort(np.concatenate([members[i], members[j]])) for i, j in pairs]  # the data's own order
-    n_max, P = max(r.size for r in rows), len(rows)
+    # the pairs padded to a row bucket: folds and subsets of nearby sizes share one program
+    n_max, P = bucket_rows(max(r.size for r in rows)), len(rows)
     if batch == "vmap":  # the method's cache budget is the whole batch's
         full = n_max * n_max * jnp.dtype(dt).itemsize / 2**20
         method = method(cache_size=float(min(method.cache_size / P, full + 1e-6 * full + 1.0)))
