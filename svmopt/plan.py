@@ -426,8 +426,9 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
 
 
 def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
-                max_iter=None, dtype=None, layout="auto", kernel=None, devices=None, batch="auto") -> Plan:
-    """K problems "class k against the rest" sharing X, s and C: the labels are the batched leaf."""
+                max_iter=None, dtype=None, layout="auto", kernel=None, devices=None, batch="auto", init=None) -> Plan:
+    """K problems "class k against the rest" sharing X, s and C: the labels are the batched leaf.
+    ``init``: a MulticlassResult or {"w": (K, d), "b": (K,), "alpha": (K, n)}, a warm start per class."""
     if np.ndim(C) != 0:
         raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
                          "loop over C or use svmopt.solve for a binary grid")
@@ -440,12 +441,32 @@ def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter,
                                             allow_handover=not sharding.is_sharded(X))
     K = len(classes)
-    start = make_start(None, method, pb)
+    if init is None:
+        start = _broadcast(make_start(None, method, pb), K)
+    else:
+        start = _per_class_start(init, method, pb, intercept_scaling, n, K)
     batched = pb.replace(y=Y if isinstance(Y, jax.Array) else jnp.asarray(Y, pb.dtype))
-    return Plan(batched, method, _broadcast(start, K), cap, handover=handover, axes=batch_axes(pb, y=0), size=K,
+    return Plan(batched, method, start, cap, handover=handover, axes=batch_axes(pb, y=0), size=K,
                 labels=tuple(label_name(c) for c in classes), n=n, classes=classes,
                 intercept_scaling=intercept_scaling, C=C, why=why, devices=devices, batch=batch,
                 X=keep if kernel is not None else None, task="ovr", extra=dict(Y=Y), model_kernel=model_kernel)
+
+
+def _per_class_start(init, method, pb, intercept_scaling, n, K) -> Start:
+    """K warm starts stacked (one per class) from a MulticlassResult or a dict of (K, ...) arrays."""
+    if isinstance(init, Result):
+        alpha = init.extras.get("alpha") if isinstance(init.extras, dict) else None
+        init = {"w": init.w, "b": init.b, "alpha": alpha}
+    if not isinstance(init, dict) or set(init) - {"w", "b", "alpha"}:
+        raise TypeError("a one-vs-rest init is a MulticlassResult or a dict with 'w' (K, d), 'b' (K,) and/or "
+                        f"'alpha' (K, n), got {init!r:.60}")
+    init = {k: v for k, v in init.items() if v is not None}
+    for k, v in init.items():
+        if np.shape(v)[:1] != (K,):
+            raise ValueError(f"init {k!r} has shape {np.shape(v)}; one-vs-rest over {K} classes needs {K} rows")
+    starts = [make_start({k: np.asarray(v)[c] for k, v in init.items()}, method, pb, intercept_scaling, n)
+              for c in range(K)]
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *starts)
 
 
 def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None, dtype=None, batch="auto",

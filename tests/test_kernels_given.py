@@ -1,6 +1,6 @@
 """Kernels as users give them: a precomputed Gram matrix (LIBSVM -t 4, sklearn's kernel="precomputed")
-and a plain NumPy function (sklearn's SVC(kernel=callable)), through svmopt.solve and model files;
-against LIBSVM through scikit-learn's SVC on real data."""
+and a plain NumPy function (sklearn's SVC(kernel=callable)), through svmopt.solve, the one-vs-one
+solve, the estimator and model files; against LIBSVM through scikit-learn's SVC on real data."""
 import warnings
 
 import jax.numpy as jnp
@@ -12,7 +12,8 @@ from sklearn.svm import SVC
 
 import svmopt
 from svmopt import kernels
-from svmopt.model_io import save_model
+from svmopt.estimators import SVMClassifier, load_estimator
+from svmopt.model_io import load_model, save_model
 
 GAMMA = 0.2
 
@@ -58,9 +59,31 @@ def test_precomputed_binary_matches_libsvm(heart):
         r.decision_function(KT[:, :150])
 
 
+def test_precomputed_one_vs_one_and_estimator_match_libsvm(digits, tmp_path):
+    Xtr, ytr, Xte, yte = digits
+    K, KT = rbf_gram(Xtr, Xtr), rbf_gram(Xte, Xtr)
+    est = SVMClassifier(kernel="precomputed", C=5.0, tol=1e-6, dtype="float64").fit(K, ytr)
+    ref = SVC(kernel="precomputed", C=5.0, tol=1e-8).fit(K, ytr)
+    assert est.n_features_in_ == 400 and est.support_vectors_.shape[1] == 1
+    np.testing.assert_array_equal(np.sort(est.support_), np.sort(ref.support_))
+    ovo = dict(decision_function_shape="ovo")
+    np.testing.assert_allclose(est.set_params(**ovo).decision_function(KT),
+                               ref.set_params(**ovo).decision_function(KT), atol=1e-3)
+    assert np.mean(est.predict(KT) == ref.predict(KT)) >= 0.99
+    assert est.score(KT, yte) > 0.9
+    with pytest.raises(ValueError, match="expecting 400 features"):
+        est.predict(KT[:, :399])
+    # model files keep the training size and the support vectors' indices
+    back = load_estimator(save_model(est, tmp_path / "pre.model"))
+    assert back.n_features_in_ == 400 and back.kernel == "precomputed"
+    np.testing.assert_array_equal(back.predict(KT), est.predict(KT))
+    m = load_model(tmp_path / "pre.model")
+    np.testing.assert_array_equal(m.predict(KT), est.predict(KT))
+
+
 def test_numpy_kernel_function_is_solved_on_its_gram_matrix(digits):
-    """A plain NumPy function through solve (a binary pair of digits): the model of the built-in rbf
-    kernel; and one-vs-one on the precomputed Gram matrix."""
+    """A plain NumPy function: through solve (a binary pair of digits), the one-vs-one solve and
+    the estimator, the same models as the precomputed Gram matrix and the built-in rbf kernel."""
     Xtr, ytr, Xte, _ = digits
     pair = np.isin(ytr, (1, 7))
     calls = []
@@ -86,6 +109,12 @@ def test_numpy_kernel_function_is_solved_on_its_gram_matrix(digits):
     m_ref = svmopt.solve_multiclass(Xtr, ytr, strategy="ovo", kernel=kernels.rbf(GAMMA), C=5.0, dtype="float64",
                                     tol=1e-6)
     np.testing.assert_allclose(m.decision_function(rbf_gram(Xte, Xtr)), m_ref.decision_function(Xte), atol=1e-4)
+    # one-vs-one through the estimator, against sklearn's SVC with the same callable
+    est = SVMClassifier(kernel=rbf_gram, C=5.0, tol=1e-6, dtype="float64").fit(Xtr, ytr)
+    svc = SVC(kernel=rbf_gram, C=5.0, tol=1e-8).fit(Xtr, ytr)
+    np.testing.assert_allclose(est.decision_function(Xte), svc.decision_function(Xte), atol=1e-3)
+    with pytest.raises(AttributeError, match="only available when using a linear kernel"):
+        est.coef_
 
 
 def test_kernel_functions_that_cannot_work_are_refused_with_what_to_write(heart, monkeypatch):

@@ -14,7 +14,7 @@ import numpy as np
 
 import jax
 
-from ..estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
 from ..model_io import save_model
