@@ -67,6 +67,8 @@ def check_X(X, n_features=None, who="SVMClassifier"):
 
 
 def check_y(y, n):
+    """Labels y (n,) as a 1-D array (a column vector is raveled with a warning); continuous or
+    non-finite values and a length other than n are refused."""
     if y is None:
         raise ValueError("SVMClassifier requires y to be passed, but the target y is None")
     y = np.asarray(y)

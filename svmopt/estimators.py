@@ -3,6 +3,7 @@
     from svmopt.estimators import SVMClassifier
     clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
     clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
+    SVMClassifier(kernel="rbf", probability=True).fit(X, y).predict_proba(X)
 
 scikit-learn is not a dependency: the class follows its conventions itself
 (``svmopt.estimator_base``: ``__init__`` stores parameters untouched, ``get_params`` /
@@ -25,6 +26,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from . import probability as _probability
 from .estimator_base import NotFittedError, Params, check_X, check_y, not_fitted, sample_weights
 from .kernels import predict_kernel
 from .multiclass import solve_multiclass
@@ -69,6 +71,10 @@ class SVMClassifier(Params):
     method_params : dict of further keyword parameters of the method (e.g. {"rho": 1.1}).
     decision_function_shape : "ovr" (default) or "ovo": what ``decision_function`` of a kernel model
         with more than two classes returns (see ``decision_function``), as SVC's.
+    probability : False (default). True: ``fit`` also cross-validates (5 stratified folds,
+        ``svmopt.probability``) and fits Platt's sigmoids, so that ``predict_proba`` /
+        ``predict_log_proba`` exist (LIBSVM's -b 1): pairwise coupling for one-vs-one kernel
+        models, normalized one-vs-rest sigmoids for linear models with more than two classes.
     break_ties : False (default). True, with ``decision_function_shape="ovr"`` and a one-vs-one
         model of more than two classes: ``predict`` is the arg-max of ``decision_function`` (votes,
         ties broken by the pairwise values) instead of the first class with most votes (LIBSVM).
@@ -76,6 +82,7 @@ class SVMClassifier(Params):
         (``svmopt.solve``'s ``init``) when the classes and features are the same: ``coef_`` and
         ``intercept_`` for linear models, the dual alpha of a binary kernel model fitted on as many
         rows. One-vs-one models start cold.
+    random_state : seed of the probability folds (None: 0, so fits repeat).
     verbose : False (default), True (a progress line about every second through the
         ``logging`` logger "svmopt"), an int k (every k iterations) or a callable receiving
         a dict (iteration, objective, gap, relative_gap, elapsed, label) per progress step.
@@ -88,7 +95,9 @@ class SVMClassifier(Params):
     ``coef_`` = ``dual_coef_ @ support_vectors_``. Kernel models with K > 2 classes are
     one-vs-one (as SVC): ``intercept_`` and ``dual_coef_`` have one row per pair of classes
     (P = K(K-1)/2, LIBSVM's order) and ``decision_function`` is (n, K) per-class scores, or the
-    (n, P) pairwise values with ``decision_function_shape="ovo"`` (as SVC).
+    (n, P) pairwise values with ``decision_function_shape="ovo"`` (as SVC). With
+    ``probability=True``: ``probA_``, ``probB_``, the sigmoids' A and B per pair (per class for
+    one-vs-rest).
     """
 
     _estimator_type = "classifier"  # sklearn < 1.6 reads this
@@ -96,7 +105,8 @@ class SVMClassifier(Params):
     def __init__(self, loss=None, reg="l2", method="auto", C=1.0, fit_intercept=True,
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
                  kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False,
-                 decision_function_shape="ovr", break_ties=False, warm_start=False):
+                 decision_function_shape="ovr", probability=False, break_ties=False, warm_start=False,
+                 random_state=None):
         self.loss = loss
         self.reg = reg
         self.method = method
@@ -114,8 +124,10 @@ class SVMClassifier(Params):
         self.decision_function_shape = decision_function_shape
         self.method_params = method_params
         self.verbose = verbose
+        self.probability = probability
         self.break_ties = break_ties
         self.warm_start = warm_start
+        self.random_state = random_state
 
     # sklearn >= 1.6 asks for tags; imported only then, sklearn being optional
     def __sklearn_tags__(self):
@@ -177,6 +189,11 @@ class SVMClassifier(Params):
             res = solve(X, y, init=init, **kw)
         else:
             res = solve_multiclass(X, y, strategy=strategy, **({} if init is None else {"init": init}), **kw)
+        if self.probability:
+            cv = dict(kw, verbose=False)
+            weights = cv.pop("sample_weight")
+            res.extras["platt"] = _probability.fit(X, y, strategy, seed=self.random_state or 0,
+                                                   sample_weight=weights, **cv)
         self._set_fitted(res, _n_features(res, X))
         return self
 
@@ -194,7 +211,7 @@ class SVMClassifier(Params):
 
     def _set_fitted(self, res, n_features):
         """Fitted attributes from a Result / MulticlassResult / OvOModel."""
-        for stale in ("_coef", "support_vectors_", "support_", "dual_coef_"):
+        for stale in ("_coef", "support_vectors_", "support_", "dual_coef_", "probA_", "probB_"):
             self.__dict__.pop(stale, None)
         self.result_ = res
         self.classes_ = np.asarray(res.classes)
@@ -209,6 +226,9 @@ class SVMClassifier(Params):
             self.support_vectors_ = res.support_vectors
             self.dual_coef_ = np.array(np.atleast_2d(np.asarray(res.dual_coef)), dtype=float)
             self.support_ = res.extras.get("support")
+        platt = res.extras.get("platt") if isinstance(res.extras, dict) else None
+        if platt is not None:
+            self.probA_, self.probB_ = np.atleast_1d(platt.A), np.atleast_1d(platt.B)
 
     @classmethod
     def from_model(cls, model, **params):
@@ -298,6 +318,33 @@ class SVMClassifier(Params):
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy (weighted by sample_weight if given)."""
         return float(np.average(self.predict(X) == np.asarray(y).ravel(), weights=sample_weight))
+
+    # ------------------------------------------------------------------ probabilities
+    @property
+    def predict_proba(self):
+        """(n, K) class probabilities, columns in ``classes_`` order (``probability=True`` only;
+        ``svmopt.probability``). A method only while ``probability`` is True, as SVC's."""
+        self._check_proba()
+        return self._predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """log of ``predict_proba`` (``probability=True`` only)."""
+        self._check_proba()
+        return self._predict_log_proba
+
+    def _check_proba(self):
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+
+    def _predict_proba(self, X):
+        res = self._fitted()
+        if "platt" not in res.extras:
+            raise not_fitted("predict_proba is not available when fitted with probability=False")
+        return _probability.predict_proba(res, res.extras["platt"], None, decision=self._scores(X))
+
+    def _predict_log_proba(self, X):
+        return np.log(self._predict_proba(X))
 
 
 def load_estimator(path, **kw) -> SVMClassifier:

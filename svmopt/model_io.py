@@ -12,6 +12,8 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
   primal_objective, dual_objective, gap, status, iterations   () / (K,) / (P,): the solve's report
+  prob_A, prob_B  float  () / (K,) / (P,): Platt's sigmoids (``svmopt.probability``), optional,
+             both or neither: one per model, class (one-vs-rest) or pair (one-vs-one)
 
 A precomputed-kernel model (kernel "precomputed", LIBSVM's -t 4) stores its support vectors as
 their training row indices, sv (n_sv, 1), and n_features is its number of training rows n (the
@@ -78,7 +80,7 @@ _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
 # Array members and the dtype kinds each may have (never "O": no pickles).
 _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",
           "dual_objective": "f", "gap": "f", "status": "iu", "iterations": "iu", "sv_indices": "iu",
-          "sv_indptr": "iu", "classes": "fiubU"}
+          "sv_indptr": "iu", "classes": "fiubU", "prob_A": "f", "prob_B": "f"}
 _HEADER_KEYS = {"format", "version", "svmopt_version", "kind", "model", "n_features", "method", "loss",
                 "reg", "C", "intercept_scaling", "kernel", "estimator", "mac", "arrays"}
 _KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"), "precomputed": ("n",),
@@ -162,6 +164,9 @@ def save_model(model, path, *, key=None) -> Path:
             arrays["sv"] = np.asarray(sv)
         arrays["dual_coef"] = np.asarray(model.dual_coef)
         n_features = int(kernel["params"]["n"]) if kernel["name"] == "precomputed" else sv.shape[1]
+    platt = model.extras.get("platt") if isinstance(model.extras, dict) else None
+    if platt is not None:
+        arrays["prob_A"], arrays["prob_B"] = np.asarray(platt.A, np.float64), np.asarray(platt.B, np.float64)
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
@@ -433,9 +438,10 @@ def _check_model(path, h, a) -> dict:
         need |= {"sv", "dual_coef"}
     else:
         need |= {"sv_data", "sv_indices", "sv_indptr", "dual_coef"}
-    allowed = need | {"classes"}
-    if not need <= set(a) <= allowed:
-        raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}")
+    allowed = need | {"classes", "prob_A", "prob_B"}
+    if not need <= set(a) <= allowed or ("prob_A" in a) != ("prob_B" in a):
+        raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}"
+                  + (" (prob_A and prob_B go together)" if ("prob_A" in a) != ("prob_B" in a) else ""))
 
     if "classes" in a:
         c = a["classes"]
@@ -446,7 +452,7 @@ def _check_model(path, h, a) -> dict:
     lead = (a["classes"].shape[0],) if multi else ()
     if h["kind"] == "ovo":  # one problem per pair of classes
         lead = (lead[0] * (lead[0] - 1) // 2,)
-    for name in ("b", *_REPORT):
+    for name in ("b", *_REPORT, *(("prob_A", "prob_B") if "prob_A" in a else ())):
         if a[name].shape != lead:
             raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
     if not np.isin(a["status"], [s.value for s in Status]).all():
@@ -481,6 +487,8 @@ def _check_model(path, h, a) -> dict:
             weights = ("sv_data", "dual_coef", "b")
         if a["dual_coef"].shape != lead + (n_sv,):
             raise bad(f"dual_coef has shape {a['dual_coef'].shape}; expected {lead + (n_sv,)}")
+    if "prob_A" in a:
+        weights += ("prob_A", "prob_B")
     for k in weights:  # whatever the status: predict would blame X for them
         if not np.isfinite(a[k]).all():
             raise bad(f"{k} holds nan or inf")
@@ -509,6 +517,10 @@ def _to_result(path, header, a):
     else:
         cls = Result
     extras = {"header": header}
+    if "prob_A" in a:
+        from .probability import Platt
+        extras["platt"] = Platt(header["kind"], a["prob_A"] if multi else a["prob_A"].item(),
+                                a["prob_B"] if multi else a["prob_B"].item())
     return cls(w=w, b=a["b"], method=header["method"], loss=header["loss"],
                C=header["C"], classes=a.get("classes"), intercept_scaling=header["intercept_scaling"],
                kernel=kernel, support_vectors=sv, dual_coef=dual_coef,
