@@ -226,9 +226,11 @@ def _traceable(kernel: Kernel) -> bool:
     return True
 
 
-def host_gram(kernel: Kernel, X, budget: int = GRAM_BUDGET, block: int = 1024) -> np.ndarray:
+def host_gram(kernel: Kernel, X, budget: int | None = None, block: int = 1024) -> np.ndarray:
     """K(X, X) (n, n) float64 of a host kernel, evaluated in blocks of ``block`` rows; checked for
-    shape and finite values. Raises ValueError when n x n float64 exceeds ``budget`` bytes."""
+    shape and finite values. Raises ValueError when n x n float64 exceeds ``budget`` bytes
+    (None: ``GRAM_BUDGET``)."""
+    budget = GRAM_BUDGET if budget is None else budget
     n = _rows(X)
     need = 8 * n * n
     if need > budget:
