@@ -12,7 +12,7 @@ from . import _cache
 from ._cache import disable_compilation_cache, enable_compilation_cache
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
-from . import estimators, hyper, model_io, multiclass, ranking
+from . import estimators, hyper, model_io, multiclass, probability, ranking
 from .estimators import SVMClassifier
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass

@@ -3,307 +3,42 @@
     from svmopt.estimators import SVMClassifier
     clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
     clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
+    SVMClassifier(kernel="rbf", probability=True).fit(X, y).predict_proba(X)
 
 scikit-learn is not a dependency: the class follows its conventions itself
-(``__init__`` stores parameters untouched, ``get_params`` / ``set_params`` read the
-``__init__`` signature, fitted attributes end in ``_``), so ``clone``, ``Pipeline``
-and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
+(``svmopt.estimator_base``: ``__init__`` stores parameters untouched, ``get_params`` /
+``set_params`` read the ``__init__`` signature, fitted attributes end in ``_``), so ``clone``,
+``Pipeline`` and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
 for its tags. Two labels give one binary problem (``coef_`` (1, d), as LinearSVC),
 more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models with more
 than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
 
-The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
-``resolve_kernel``) turn the names the command line and estimator take into svmopt
-objects; solvers are imported lazily by name from ``svmopt.solvers.<name>``.
+Predictions are computed from the fitted attributes (``coef_`` / ``intercept_`` of a linear
+model, ``dual_coef_`` / ``support_vectors_`` / ``intercept_`` of a kernel model), so a model whose
+attributes a user sets predicts with them, as scikit-learn's do. ``load_estimator`` turns a model
+file (``svmopt.save_model``) back into a fitted estimator. The name resolvers live in
+``svmopt.resolvers`` (re-exported here).
 """
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
 import math
-import pkgutil
-import sys
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from . import losses as _losses
-from . import regularizers as _regularizers
-from .kernels import Kernel
-from .losses import Loss
+from . import probability as _probability
+from .estimator_base import NotFittedError, Params, check_X, check_y, not_fitted, sample_weights
+from .kernels import predict_kernel
 from .multiclass import solve_multiclass
-from .regularizers import Regularizer
+from .multiclass_kernel import class_pairs, ovr_scores, votes
+from .resolvers import available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from .solve import solve
-from .solvers import Auto, Method
 
-__all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
+__all__ = ["SVMClassifier", "NotFittedError", "load_estimator", "resolve_loss", "resolve_reg", "resolve_method",
            "resolve_kernel", "available_methods"]
 
 
-class NotFittedError(ValueError, AttributeError):
-    """predict / decision_function called before fit (same bases as sklearn's)."""
-
-
-def _not_fitted(msg):
-    """Our NotFittedError, also an instance of sklearn's when sklearn is in use."""
-    skl = sys.modules.get("sklearn.exceptions")
-    return NotFittedError(msg) if skl is None else _with_sklearn(skl.NotFittedError)(msg)
-
-
-@functools.lru_cache(maxsize=None)
-def _with_sklearn(skl_error):
-    return type("NotFittedError", (NotFittedError, skl_error), {"__module__": __name__})
-
-
-# --------------------------------------------------------------------------- resolvers
-
-_LOSS_NAMES = ("hinge", "squared_hinge", "least_squares", "logistic")
-_REG_NAMES = ("l2", "l1")
-
-
-def resolve_loss(loss) -> Loss:
-    """A Loss from itself, a name (hinge, squared_hinge, least_squares, logistic) or p >= 1.
-
-    A number (or numeric string) p is the Lp hinge (1 - m)_+^p; p = 1 and 2 give the
-    hinge and squared hinge.
-    """
-    if isinstance(loss, Loss):
-        return loss
-    if isinstance(loss, str):
-        name = loss.strip().lower()
-        if name in _LOSS_NAMES:
-            return getattr(_losses, name)
-        try:
-            loss = float(name)
-        except ValueError:
-            raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(_LOSS_NAMES)}, a number p >= 1 "
-                             "(Lp hinge) or an svmopt.losses.Loss") from None
-    if isinstance(loss, (int, float, np.integer, np.floating)) and not isinstance(loss, bool):
-        return _losses.lp_hinge(float(loss))
-    raise TypeError(f"loss must be a name, a number p >= 1 or an svmopt.losses.Loss, got {loss!r}")
-
-
-def resolve_reg(reg) -> Regularizer:
-    """A Regularizer from itself or a name (l2, l1); others (elastic_net(r), ...) as objects."""
-    if isinstance(reg, Regularizer):
-        return reg
-    if isinstance(reg, str) and reg.strip().lower() in _REG_NAMES:
-        return getattr(_regularizers, reg.strip().lower())
-    raise ValueError(f"unknown reg {reg!r}; use 'l2', 'l1' or an svmopt.regularizers.Regularizer")
-
-
-def available_methods() -> list[str]:
-    """Solver modules present in ``svmopt.solvers`` (whether or not they import)."""
-    from . import solvers
-
-    return sorted(m.name for m in pkgutil.iter_modules(solvers.__path__) if not m.name.startswith("_"))
-
-
-def resolve_method(method) -> Method:
-    """A Method from itself or its name: ``svmopt.solvers.<name>`` imported on demand.
-
-    Each solver module exposes a module-level instance of its own name (``alm.alm``).
-    """
-    if isinstance(method, (Method, Auto)):
-        return method
-    if not isinstance(method, str):
-        raise TypeError(f"method must be an svmopt solver or its name (e.g. 'alm'), got {method!r}")
-    name = method.strip().lower()
-    module = None
-    if name.isidentifier():
-        try:
-            module = importlib.import_module(f"svmopt.solvers.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"svmopt.solvers.{name}":
-                raise  # the solver exists but something it imports is missing: show that
-    found = getattr(module, name, None)
-    if not isinstance(found, (Method, Auto)):
-        raise ValueError(f"unknown method {method!r}; available methods: {', '.join(available_methods())}")
-    return found
-
-
-_KERNELS = ("linear", "rbf", "polynomial", "sigmoid")
-
-
-def resolve_kernel(kernel, X=None, *, gamma="scale", degree=3, coef0=0.0) -> Kernel | None:
-    """None (linear primal), a Kernel, or a name with sklearn's SVC parameters.
-
-    gamma: a number, "scale" = 1 / (d * var(X)) or "auto" = 1 / d (sklearn's SVC rules).
-    """
-    if kernel is None or isinstance(kernel, Kernel):
-        return kernel
-    from . import kernels
-
-    if not isinstance(kernel, str) or kernel.strip().lower() not in _KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; use one of {', '.join(_KERNELS)} or an svmopt.kernels.Kernel")
-    name = kernel.strip().lower()
-    if name == "linear":
-        return kernels.linear
-    if gamma == "scale" or gamma == "auto":
-        if X is None:
-            raise ValueError(f"gamma={gamma!r} needs the training data")
-        d = X.shape[1]
-        if gamma == "auto":
-            gamma = 1.0 / d
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else np.asarray(X, float).var()
-            if not np.isfinite(var):
-                raise ValueError("gamma='scale' is 1 / (n_features var(X)), and var(X) overflows: X holds values too "
-                                 "large to square; scale the features (e.g. to [0, 1]) or pass gamma as a number")
-            gamma = 1.0 / (d * var) if var > 0 else 1.0
-    try:
-        gamma = float(gamma)
-    except (TypeError, ValueError):
-        raise ValueError(f"gamma must be a number > 0, 'scale' or 'auto', got {gamma!r}") from None
-    if name == "rbf":
-        return kernels.rbf(gamma)
-    if name == "polynomial":
-        return kernels.polynomial(degree, gamma, coef0)
-    return kernels.sigmoid(gamma, coef0)
-
-
-# --------------------------------------------------------------------------- input checks
-
-
-def _check_X(X, n_features=None, who="SVMClassifier"):
-    """2-D float data: numpy (copied only when needed) or CSR; sklearn-style messages."""
-    if X is None:
-        raise ValueError(f"{who} needs data X, got None")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if X.dtype.kind not in "fiub":
-            raise ValueError(f"X must be numeric, got sparse dtype {X.dtype}")
-    else:
-        X = np.asarray(X)
-        if X.dtype.kind == "c":
-            raise ValueError("Complex data not supported; X must be real")
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2-D array X of shape (n_samples, n_features), got shape {X.shape}. "
-                             "Reshape your data with X.reshape(-1, 1) for a single feature or "
-                             "X.reshape(1, -1) for a single sample.")
-    if X.dtype.kind != "f":
-        X = X.astype(np.float64)  # ints, bools, numeric objects; a non-number raises TypeError here
-    if X.shape[0] == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
-    if X.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    data = X.data if sp.issparse(X) else X
-    if not np.all(np.isfinite(data)):
-        raise ValueError("Input X contains NaN or infinity")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but {who} is expecting {n_features} features as input")
-    return X
-
-
-def _check_y(y, n):
-    if y is None:
-        raise ValueError("SVMClassifier requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                      _data_conversion_warning(), stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
-    if y.shape[0] != n:
-        raise ValueError(f"shape mismatch: X has {n} rows but y has {y.shape[0]} labels")
-    if y.dtype.kind == "f":
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity")
-        if np.any(y != np.round(y)):
-            raise ValueError("Unknown label type: continuous values; a classifier needs discrete labels "
-                             "(use integers or strings)")
-    if y.dtype.kind == "O":
-        y = y.astype(str) if all(isinstance(v, str) for v in y) else y
-    return y
-
-
-def _data_conversion_warning():
-    try:  # sklearn's class when sklearn is there, so its checks recognize it
-        from sklearn.exceptions import DataConversionWarning
-        return DataConversionWarning
-    except ImportError:
-        return UserWarning
-
-
-def _sample_weight(class_weight, sample_weight, y, classes, n):
-    s = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float).copy()
-    if s.shape != (n,):
-        raise ValueError(f"shape mismatch: sample_weight has shape {s.shape}, expected ({n},)")
-    if class_weight is None:
-        return None if sample_weight is None else s
-    if class_weight == "balanced":  # n / (K * count_k), as sklearn
-        idx = np.searchsorted(classes, y)
-        return s * (n / (len(classes) * np.bincount(idx)))[idx]
-    if isinstance(class_weight, dict):
-        unknown = [k for k in class_weight if k not in set(classes.tolist())]
-        if unknown:
-            raise ValueError(f"class_weight names classes {unknown} that are not in y (classes: {classes.tolist()})")
-        for k, v in class_weight.items():
-            s[y == k] *= float(v)
-        return s
-    raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {class_weight!r}")
-
-
-# --------------------------------------------------------------------------- the estimator
-
-
-class _Params:
-    """get_params / set_params / repr following scikit-learn's conventions (no sklearn needed)."""
-
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(p.name for p in sig.parameters.values()
-                      if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
-
-    def get_params(self, deep=True):
-        out = {}
-        for name in self._param_names():
-            value = getattr(self, name)
-            out[name] = value
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
-        return out
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        nested = {}
-        for key, value in params.items():
-            name, sep, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for estimator {type(self).__name__}. "
-                                 f"Valid parameters are: {valid!r}.")
-            if sep:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-        for name, sub in nested.items():
-            getattr(self, name).set_params(**sub)
-        return self
-
-    def __repr__(self):
-        sig = inspect.signature(type(self).__init__)
-        changed = []
-        for name in self._param_names():
-            default, value = sig.parameters[name].default, getattr(self, name)
-            same = value is default or (type(value) is type(default) and _safe_eq(value, default))
-            if not same:
-                changed.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-
-def _safe_eq(a, b):
-    try:
-        return bool(a == b)
-    except Exception:  # arrays and the like: treat as changed
-        return False
-
-
-class SVMClassifier(_Params):
+class SVMClassifier(Params):
     """Linear (or kernel) SVM classifier: the Section-1 problem solved by an svmopt method.
 
     Parameters
@@ -325,14 +60,29 @@ class SVMClassifier(_Params):
     tol, max_iter : the method's stopping tolerance and iteration cap (None: its defaults).
     dtype : None (float32, or float64 for float64 data when jax_enable_x64 is on),
         "float32" or "float64".
-    kernel : None (linear, primal w), "linear", "rbf", "polynomial", "sigmoid" or an
-        ``svmopt.kernels.Kernel``; with ``method="auto"`` a kernel method is picked, an
-        explicit method must support kernels (alfpgm, nesvm).
+    kernel : None (linear, primal w), "linear", "rbf", "polynomial", "sigmoid", "precomputed"
+        (X is the Gram matrix K(train, train) at fit, K(test, train) after; LIBSVM's -t 4), a
+        plain Python / NumPy function fn(A, B) -> (len(A), len(B)) Gram block (evaluated on the
+        host: ``svmopt.kernels.host_function``), or an ``svmopt.kernels.Kernel``; with
+        ``method="auto"`` a kernel method is picked, an explicit method must support kernels
+        (alfpgm, nesvm).
     gamma, degree, coef0 : kernel parameters, sklearn's SVC conventions (gamma "scale" /
         "auto" / number).
     method_params : dict of further keyword parameters of the method (e.g. {"rho": 1.1}).
     decision_function_shape : "ovr" (default) or "ovo": what ``decision_function`` of a kernel model
         with more than two classes returns (see ``decision_function``), as SVC's.
+    probability : False (default). True: ``fit`` also cross-validates (5 stratified folds,
+        ``svmopt.probability``) and fits Platt's sigmoids, so that ``predict_proba`` /
+        ``predict_log_proba`` exist (LIBSVM's -b 1): pairwise coupling for one-vs-one kernel
+        models, normalized one-vs-rest sigmoids for linear models with more than two classes.
+    break_ties : False (default). True, with ``decision_function_shape="ovr"`` and a one-vs-one
+        model of more than two classes: ``predict`` is the arg-max of ``decision_function`` (votes,
+        ties broken by the pairwise values) instead of the first class with most votes (LIBSVM).
+    warm_start : False (default). True: ``fit`` starts from the previous fit's solution
+        (``svmopt.solve``'s ``init``) when the classes and features are the same: ``coef_`` and
+        ``intercept_`` for linear models, the dual alpha of a binary kernel model fitted on as many
+        rows. One-vs-one models start cold.
+    random_state : seed of the probability folds (None: 0, so fits repeat).
     verbose : False (default), True (a progress line about every second through the
         ``logging`` logger "svmopt"), an int k (every k iterations) or a callable receiving
         a dict (iteration, objective, gap, relative_gap, elapsed, label) per progress step.
@@ -340,11 +90,14 @@ class SVMClassifier(_Params):
     Fitted attributes: ``classes_`` (K,), ``coef_`` (1, d) for two classes / (K, d),
     ``intercept_`` (1,) / (K,), ``n_iter_`` (largest over the one-vs-rest problems),
     ``n_features_in_``, ``result_`` (the ``Result`` / ``MulticlassResult``: objective, gap,
-    status); kernel models have ``support_vectors_``, ``support_``, ``dual_coef_`` instead
-    of ``coef_``. Kernel models with K > 2 classes are one-vs-one (as SVC): ``intercept_`` and
-    ``dual_coef_`` have one row per pair of classes (P = K(K-1)/2, LIBSVM's order) and
-    ``decision_function`` is (n, K) per-class scores, or the (n, P) pairwise values with
-    ``decision_function_shape="ovo"`` (as SVC).
+    status); kernel models have ``support_vectors_``, ``support_``, ``dual_coef_`` and an
+    ``n_iter_`` array (one entry per pair, as SVC); with kernel="linear" also a read-only
+    ``coef_`` = ``dual_coef_ @ support_vectors_``. Kernel models with K > 2 classes are
+    one-vs-one (as SVC): ``intercept_`` and ``dual_coef_`` have one row per pair of classes
+    (P = K(K-1)/2, LIBSVM's order) and ``decision_function`` is (n, K) per-class scores, or the
+    (n, P) pairwise values with ``decision_function_shape="ovo"`` (as SVC). With
+    ``probability=True``: ``probA_``, ``probB_``, the sigmoids' A and B per pair (per class for
+    one-vs-rest).
     """
 
     _estimator_type = "classifier"  # sklearn < 1.6 reads this
@@ -352,7 +105,8 @@ class SVMClassifier(_Params):
     def __init__(self, loss=None, reg="l2", method="auto", C=1.0, fit_intercept=True,
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
                  kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False,
-                 decision_function_shape="ovr"):
+                 decision_function_shape="ovr", probability=False, break_ties=False, warm_start=False,
+                 random_state=None):
         self.loss = loss
         self.reg = reg
         self.method = method
@@ -370,24 +124,45 @@ class SVMClassifier(_Params):
         self.decision_function_shape = decision_function_shape
         self.method_params = method_params
         self.verbose = verbose
+        self.probability = probability
+        self.break_ties = break_ties
+        self.warm_start = warm_start
+        self.random_state = random_state
 
     # sklearn >= 1.6 asks for tags; imported only then, sklearn being optional
     def __sklearn_tags__(self):
         from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags(), input_tags=InputTags(sparse=True))
+                    classifier_tags=ClassifierTags(), input_tags=InputTags(sparse=True, pairwise=self._gram()))
 
     def _more_tags(self):  # sklearn < 1.6
-        return {"requires_y": True}
+        return {"requires_y": True, "pairwise": self._gram()}
+
+    def _gram(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "result_")
 
+    # ------------------------------------------------------------------ fit
+    def _host_kernel(self) -> bool:
+        """A plain function as kernel: X is whatever it takes (scikit-learn validates nothing then)."""
+        from .kernels import Kernel
+        return callable(self.kernel) and not isinstance(self.kernel, Kernel)
+
+    def _input(self, X, n_features=None):
+        if not self._host_kernel():
+            return check_X(X, n_features)
+        if X is None:
+            raise ValueError("SVMClassifier needs data X, got None")
+        return X if hasattr(X, "shape") else np.asarray(X)
+
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse and y (n,) with >= 2 labels of any kind."""
-        X = _check_X(X)
-        y = _check_y(y, X.shape[0])
+        X = self._input(X)
+        n = X.shape[0]
+        y = check_y(y, n)
         classes = np.unique(y)
         if classes.size < 2:
             raise ValueError(f"SVMClassifier needs samples of at least 2 classes in the data, but the data "
@@ -398,42 +173,115 @@ class SVMClassifier(_Params):
         loss = resolve_loss(self.loss if self.loss is not None else ("hinge" if kernel else "squared_hinge"))
         kw = dict(loss=loss, reg=resolve_reg(self.reg), C=float(self.C),
                   fit_intercept=bool(self.fit_intercept), intercept_scaling=self.intercept_scaling,
-                  sample_weight=_sample_weight(self.class_weight, sample_weight, y, classes, X.shape[0]),
+                  sample_weight=sample_weights(self.class_weight, sample_weight, y, classes, n),
                   tol=self.tol, max_iter=self.max_iter, dtype=self.dtype, kernel=kernel, verbose=self.verbose,
                   **(self.method_params or {}))
         if self.method is not None and not (isinstance(self.method, str) and self.method == "auto"):
             kw["method"] = resolve_method(self.method)
-        if classes.size == 2:
-            res = solve(X, y, **kw)
-        elif kernel is None:
-            res = solve_multiclass(X, y, **kw)
-        else:  # kernel models: one-vs-one, as SVC
+        if kernel is not None and classes.size > 2:  # one-vs-one, as SVC
             if "method" in kw and not getattr(kw["method"], "supports_kernel", False):  # as solve() says
                 raise ValueError(f"method {kw['method'].name} is linear; for kernel={kernel!r} use method='alfpgm'")
-            res = solve_multiclass(X, y, strategy="ovo", **kw)
-        self._set_fitted(res, X.shape[1])
+            strategy = "ovo"
+        else:
+            strategy = "binary" if classes.size == 2 else "ovr"
+        init = self._warm_start(X, classes, kernel is None, strategy)
+        if strategy == "binary":
+            res = solve(X, y, init=init, **kw)
+        else:
+            res = solve_multiclass(X, y, strategy=strategy, **({} if init is None else {"init": init}), **kw)
+        if self.probability:
+            cv = dict(kw, verbose=False)
+            weights = cv.pop("sample_weight")
+            res.extras["platt"] = _probability.fit(X, y, strategy, seed=self.random_state or 0,
+                                                   sample_weight=weights, **cv)
+        self._set_fitted(res, _n_features(res, X))
         return self
 
+    def _warm_start(self, X, classes, linear: bool, strategy: str):
+        """``init`` for solve / solve_multiclass from the previous fit, or None (see ``warm_start``)."""
+        if not (self.warm_start and hasattr(self, "result_") and strategy != "ovo"
+                and np.array_equal(self.classes_, classes) and self.n_features_in_ == _width(X)
+                and (self.result_.kernel is None) == linear):
+            return None
+        if linear:
+            w, b = np.asarray(self.coef_), np.asarray(self.intercept_)
+            return {"w": w[0], "b": b[0]} if strategy == "binary" else {"w": w, "b": b}
+        alpha = self.result_.extras.get("alpha")
+        return {"alpha": np.asarray(alpha)} if alpha is not None and np.shape(alpha) == (X.shape[0],) else None
+
     def _set_fitted(self, res, n_features):
-        """Fitted attributes from a Result / MulticlassResult."""
-        for stale in ("coef_", "support_vectors_", "support_", "dual_coef_"):
+        """Fitted attributes from a Result / MulticlassResult / OvOModel."""
+        for stale in ("_coef", "support_vectors_", "support_", "dual_coef_", "probA_", "probB_"):
             self.__dict__.pop(stale, None)
         self.result_ = res
         self.classes_ = np.asarray(res.classes)
-        self.n_features_in_ = int(n_features)
-        self.n_iter_ = int(np.max(np.asarray(res.iterations)))
-        self.intercept_ = np.atleast_1d(np.asarray(res.b))
+        self.n_features_in_ = n_features
+        iterations = np.asarray(res.iterations)
+        self.intercept_ = np.array(np.atleast_1d(np.asarray(res.b)), dtype=float)
         if res.kernel is None:
-            self.coef_ = np.atleast_2d(np.asarray(res.w))
+            self.n_iter_ = int(np.max(iterations))
+            self._coef = np.array(np.atleast_2d(np.asarray(res.w)))
         else:
+            self.n_iter_ = np.atleast_1d(iterations).astype(np.int32)  # one per pair, as SVC
             self.support_vectors_ = res.support_vectors
-            self.dual_coef_ = np.atleast_2d(np.asarray(res.dual_coef))
+            self.dual_coef_ = np.array(np.atleast_2d(np.asarray(res.dual_coef)), dtype=float)
             self.support_ = res.extras.get("support")
+        platt = res.extras.get("platt") if isinstance(res.extras, dict) else None
+        if platt is not None:
+            self.probA_, self.probB_ = np.atleast_1d(platt.A), np.atleast_1d(platt.B)
 
+    @classmethod
+    def from_model(cls, model, **params):
+        """A fitted estimator around a model of ``solve``, ``solve_multiclass`` or ``load_model``.
+
+        Parameters are ``params``, over those a model file stores (its header's "estimator"; values
+        that were objects come back as their names, which a refit resolves where it can)."""
+        header = model.extras.get("header") if isinstance(model.extras, dict) else None
+        valid = set(cls._param_names())
+        stored = {k: v for k, v in ((header or {}).get("estimator") or {}).items() if k in valid}
+        est = cls(**{**stored, **params})
+        est._set_fitted(model, (header or {}).get("n_features") or _n_features(model, None))
+        return est
+
+    # ------------------------------------------------------------------ predict
     def _fitted(self):
         if not hasattr(self, "result_"):
-            raise _not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
+            raise not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
         return self.result_
+
+    @property
+    def coef_(self):
+        """(1, d) / (K, d) weights of a linear model (settable: predictions follow); for kernel="linear",
+        the read-only dual_coef_ @ support_vectors_ (one row per pair of classes)."""
+        if "_coef" in self.__dict__:
+            return self._coef
+        res = self._fitted()
+        if getattr(res.kernel, "name", None) != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        sv = self.support_vectors_
+        coef = np.asarray((sv.T @ self.dual_coef_.T).T) if sp.issparse(sv) else self.dual_coef_ @ np.asarray(sv)
+        coef.flags.writeable = False
+        return coef
+
+    @coef_.setter
+    def coef_(self, value):
+        if "_coef" not in self.__dict__:
+            raise AttributeError("coef_ of a kernel model is dual_coef_ @ support_vectors_; set dual_coef_ instead")
+        self._coef = np.atleast_2d(np.asarray(value, dtype=float))
+
+    def _scores(self, X):
+        """Raw decision values from the fitted attributes: (n,) binary, (n, K) one-vs-rest, (n, P) pairs."""
+        res = self._fitted()
+        X = self._input(X, self.n_features_in_)
+        if res.kernel is None:
+            f = np.asarray(X @ np.asarray(self.coef_).T) + self.intercept_
+        else:
+            f = predict_kernel(res.kernel, self.support_vectors_, np.asarray(self.dual_coef_).T, X) + self.intercept_
+        f = np.asarray(f, dtype=float)
+        return f[:, 0] if self.classes_.size == 2 else f
+
+    def _ovo(self) -> bool:
+        return self.result_.kernel is not None and self.classes_.size > 2
 
     def decision_function(self, X):
         """(n,) for two classes (> 0 means classes_[1]); (n, K) one-vs-rest scores for a linear
@@ -441,24 +289,31 @@ class SVMClassifier(_Params):
         (default, as SVC) (n, K) per-class scores, each class's votes plus its summed pairwise
         values squashed into (-1/3, 1/3) (so the largest score is the class with most votes, ties
         going to the more confident; scikit-learn's rule); with "ovo" the (n, P) pairwise values."""
-        res = self._fitted()
-        f = res.decision_function(_check_X(X, self.n_features_in_))
-        pairs = getattr(res, "pairs", None)
-        if pairs is None or self.decision_function_shape == "ovo":
-            return f
-        if self.decision_function_shape != "ovr":
+        if self.decision_function_shape not in ("ovr", "ovo"):
             raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
-        f, pairs = np.asarray(f), np.asarray(pairs)
-        k, rows = len(self.classes_), np.arange(f.shape[0])[:, None]
-        votes, conf = np.zeros((f.shape[0], k)), np.zeros((f.shape[0], k))
-        np.add.at(votes, (rows, np.where(f > 0, pairs[:, 0], pairs[:, 1])), 1.0)
-        np.add.at(conf, (rows, pairs[:, 0]), f)
-        np.add.at(conf, (rows, pairs[:, 1]), -f)
-        return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+        f = self._scores(X)
+        if not self._ovo() or self.decision_function_shape == "ovo":
+            return f
+        return ovr_scores(f, class_pairs(self.classes_.size), self.classes_.size)
 
     def predict(self, X):
-        res = self._fitted()
-        return res.predict(_check_X(X, self.n_features_in_))
+        """Labels: the sign for two classes, the arg-max of one-vs-rest scores, one-vs-one votes (ties to
+        the class listed first, or with ``break_ties`` to the larger ``decision_function``)."""
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        f = self._scores(X)
+        if not np.isfinite(f).all():
+            row = int(np.argwhere(~np.isfinite(f))[0][0])
+            raise ValueError(f"the decision value of row {row} is not finite (NaN or inf in X?): no label to give")
+        k = self.classes_.size
+        if k == 2:
+            return self.classes_[(f > 0).astype(int)]
+        if self._ovo():
+            pairs = class_pairs(k)
+            scores = ovr_scores(f, pairs, k) if self.break_ties and self.decision_function_shape == "ovr" \
+                else votes(f, pairs, k)
+            return self.classes_[np.argmax(scores, axis=1)]
+        return self.classes_[np.argmax(f, axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy (weighted by sample_weight if given)."""
@@ -466,3 +321,54 @@ class SVMClassifier(_Params):
         if y.shape != pred.shape:
             raise ValueError(f"shape mismatch: X has {pred.shape[0]} rows but y has {y.shape[0]} labels")
         return float(np.average(pred == y, weights=sample_weight))
+
+    # ------------------------------------------------------------------ probabilities
+    @property
+    def predict_proba(self):
+        """(n, K) class probabilities, columns in ``classes_`` order (``probability=True`` only;
+        ``svmopt.probability``). A method only while ``probability`` is True, as SVC's."""
+        self._check_proba()
+        return self._predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """log of ``predict_proba`` (``probability=True`` only)."""
+        self._check_proba()
+        return self._predict_log_proba
+
+    def _check_proba(self):
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+
+    def _predict_proba(self, X):
+        res = self._fitted()
+        if "platt" not in res.extras:
+            raise not_fitted("predict_proba is not available when fitted with probability=False")
+        return _probability.predict_proba(res, res.extras["platt"], None, decision=self._scores(X))
+
+    def _predict_log_proba(self, X):
+        return np.log(self._predict_proba(X))
+
+
+def load_estimator(path, **kw) -> SVMClassifier:
+    """A fitted ``SVMClassifier`` from a model file (``svmopt.save_model``): ``load_model(path, **kw)``
+    wrapped by ``SVMClassifier.from_model``."""
+    from .model_io import load_model
+
+    return SVMClassifier.from_model(load_model(path, **kw))
+
+
+def _width(X) -> int | None:
+    return X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+
+
+def _n_features(model, X) -> int | None:
+    """n_features_in_: X's columns (a Gram matrix: the training rows), else what the model shows."""
+    if X is not None:
+        return _width(X)
+    kernel = model.kernel
+    if kernel is None:
+        return int(np.shape(model.w)[-1])
+    if kernel.name == "precomputed" and "n" in kernel.params:
+        return int(kernel.params["n"])
+    return _width(model.support_vectors)

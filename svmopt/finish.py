@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from . import driver
-from .checks import as_matrix, concrete, is_operator, is_traced
+from .checks import concrete, is_operator, is_traced
 from .plan import Plan
 from .problem import Problem
 from .result import RegressionResult, Result, SolverError, Status, warn_convergence
@@ -98,8 +98,8 @@ def _support_vectors(res: Result, plan: Plan):
     else:
         sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM) counts too
         res.dual_coef = alpha[sv] * np.asarray(plan.pb.y)[sv]
-    res.kernel = plan.pb.kernel
-    res.support_vectors = as_matrix(X)[sv] if X is not None and not is_operator(X) else None
+    res.kernel = plan.kernel
+    res.support_vectors = X[sv] if X is not None and not is_operator(X) else None
     res.extras["support"] = sv
 
 

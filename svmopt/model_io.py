@@ -12,6 +12,12 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
   primal_objective, dual_objective, gap, status, iterations   () / (K,) / (P,): the solve's report
+  prob_A, prob_B  float  () / (K,) / (P,): Platt's sigmoids (``svmopt.probability``), optional,
+             both or neither: one per model, class (one-vs-rest) or pair (one-vs-one)
+
+A precomputed-kernel model (kernel "precomputed", LIBSVM's -t 4) stores its support vectors as
+their training row indices, sv (n_sv, 1), and n_features is its number of training rows n (the
+columns K(test, train) has); its kernel parameter is that n.
 
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
@@ -74,10 +80,10 @@ _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
 # Array members and the dtype kinds each may have (never "O": no pickles).
 _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",
           "dual_objective": "f", "gap": "f", "status": "iu", "iterations": "iu", "sv_indices": "iu",
-          "sv_indptr": "iu", "classes": "fiubU"}
+          "sv_indptr": "iu", "classes": "fiubU", "prob_A": "f", "prob_B": "f"}
 _HEADER_KEYS = {"format", "version", "svmopt_version", "kind", "model", "n_features", "method", "loss",
                 "reg", "C", "intercept_scaling", "kernel", "estimator", "mac", "arrays"}
-_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"),
+_KERNEL_PARAMS = {"linear": (), "rbf": ("gamma",), "polynomial": ("coef0", "degree", "gamma"), "precomputed": ("n",),
                   "sigmoid": ("coef0", "gamma")}
 _MAX_HEADER = 1 << 20  # JSON header bytes
 _MAX_DEPTH = 16  # JSON nesting (save_model writes 4)
@@ -94,7 +100,8 @@ def _version() -> str:
 def _kernel_spec(kernel):
     from . import kernels
 
-    shipped = {k.name: k.block for k in (kernels.linear, kernels.rbf(1.0), kernels.polynomial(), kernels.sigmoid())}
+    shipped = {k.name: k.block for k in (kernels.linear, kernels.rbf(1.0), kernels.polynomial(), kernels.sigmoid(),
+                                         kernels.precomputed())}
     if shipped.get(kernel.name) is not kernel.block:
         raise ValueError(f"cannot save a custom kernel ({kernel!r}): only {sorted(shipped)} are known to "
                          "load_model; save support_vectors and dual_coef yourself")
@@ -156,7 +163,10 @@ def save_model(model, path, *, key=None) -> Path:
         else:
             arrays["sv"] = np.asarray(sv)
         arrays["dual_coef"] = np.asarray(model.dual_coef)
-        n_features = sv.shape[1]
+        n_features = int(kernel["params"]["n"]) if kernel["name"] == "precomputed" else sv.shape[1]
+    platt = model.extras.get("platt") if isinstance(model.extras, dict) else None
+    if platt is not None:
+        arrays["prob_A"], arrays["prob_B"] = np.asarray(platt.A, np.float64), np.asarray(platt.B, np.float64)
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
@@ -428,9 +438,10 @@ def _check_model(path, h, a) -> dict:
         need |= {"sv", "dual_coef"}
     else:
         need |= {"sv_data", "sv_indices", "sv_indptr", "dual_coef"}
-    allowed = need | {"classes"}
-    if not need <= set(a) <= allowed:
-        raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}")
+    allowed = need | {"classes", "prob_A", "prob_B"}
+    if not need <= set(a) <= allowed or ("prob_A" in a) != ("prob_B" in a):
+        raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}"
+                  + (" (prob_A and prob_B go together)" if ("prob_A" in a) != ("prob_B" in a) else ""))
 
     if "classes" in a:
         c = a["classes"]
@@ -441,7 +452,7 @@ def _check_model(path, h, a) -> dict:
     lead = (a["classes"].shape[0],) if multi else ()
     if h["kind"] == "ovo":  # one problem per pair of classes
         lead = (lead[0] * (lead[0] - 1) // 2,)
-    for name in ("b", *_REPORT):
+    for name in ("b", *_REPORT, *(("prob_A", "prob_B") if "prob_A" in a else ())):
         if a[name].shape != lead:
             raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
     if not np.isin(a["status"], [s.value for s in Status]).all():
@@ -456,7 +467,12 @@ def _check_model(path, h, a) -> dict:
     else:
         if "sv" in a:
             n_sv = a["sv"].shape[0] if a["sv"].ndim == 2 else -1
-            if a["sv"].shape != (n_sv, d):
+            gram = h["kernel"]["name"] == "precomputed"
+            if gram and (h["kernel"]["params"]["n"] != d or a["sv"].shape != (n_sv, 1)
+                         or not np.isin(a["sv"], np.arange(d)).all()):
+                raise bad(f"a precomputed kernel's sv are (n_sv, 1) training row indices in [0, {d}) (n_features "
+                          f"{d}, kernel n {h['kernel']['params']['n']}), got shape {a['sv'].shape}")
+            if not gram and a["sv"].shape != (n_sv, d):
                 raise bad(f"sv has shape {a['sv'].shape}; expected (n_sv, {d}) (n_features {d})")
             weights = ("sv", "dual_coef", "b")
         else:
@@ -471,6 +487,8 @@ def _check_model(path, h, a) -> dict:
             weights = ("sv_data", "dual_coef", "b")
         if a["dual_coef"].shape != lead + (n_sv,):
             raise bad(f"dual_coef has shape {a['dual_coef'].shape}; expected {lead + (n_sv,)}")
+    if "prob_A" in a:
+        weights += ("prob_A", "prob_B")
     for k in weights:  # whatever the status: predict would blame X for them
         if not np.isfinite(a[k]).all():
             raise bad(f"{k} holds nan or inf")
@@ -498,7 +516,12 @@ def _to_result(path, header, a):
         from .multiclass import MulticlassResult as cls
     else:
         cls = Result
+    extras = {"header": header}
+    if "prob_A" in a:
+        from .probability import Platt
+        extras["platt"] = Platt(header["kind"], a["prob_A"] if multi else a["prob_A"].item(),
+                                a["prob_B"] if multi else a["prob_B"].item())
     return cls(w=w, b=a["b"], method=header["method"], loss=header["loss"],
                C=header["C"], classes=a.get("classes"), intercept_scaling=header["intercept_scaling"],
                kernel=kernel, support_vectors=sv, dual_coef=dual_coef,
-               extras={"header": header}, **report, **more)
+               extras=extras, **report, **more)

@@ -86,7 +86,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
                      intercept_scaling: float | None = None, sample_weight=None, tol: float | None = None,
                      max_iter: int | None = None, dtype=None, throw: bool = False, kernel=None,
                      devices=None, batch: str = "auto", verbose=False, layout: str = "auto",
-                     history: bool = False, record_every: int = 1, **method_params: Any):
+                     history: bool = False, record_every: int = 1, init=None, **method_params: Any):
     """One-vs-rest: the K problems "class k against the rest", one compiled program for all.
 
     X: (n, d) numpy / jax / scipy.sparse; y: (n,) with K >= 2 distinct labels of any
@@ -96,7 +96,9 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     problems run; ``verbose`` reports per class (True: log lines, an int k: every k
     iterations, a callable: called with a dict whose "label" names the class);
     ``history=True`` gives ``Result.history`` as a list of one table per class
-    (iteration, objective, gap, time). The other arguments are those of
+    (iteration, objective, gap, time). ``init`` warm-starts every class: an earlier
+    MulticlassResult of these classes, or {"w": (K, d), "b": (K,), "alpha": (K, n)} (any
+    of them). The other arguments are those of
     ``svmopt.solve``. A class that misses its tolerance warns (``ConvergenceWarning``)
     or, with ``throw=True``, raises ``SolverError``.
 
@@ -104,6 +106,8 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     the default kernel is rbf(1/d)); returns an ``OvOModel``.
     """
     if strategy == "ovo":
+        if init is not None:
+            raise ValueError("strategy='ovo' starts cold: init= is for one-vs-rest")
         if loss is not hinge or not reg.is_l2 or not fit_intercept or intercept_scaling is not None:
             raise ValueError("strategy='ovo' trains LIBSVM's C-SVM (hinge loss, l2, a free intercept); got "
                              f"loss={loss!r}, reg={reg!r}, fit_intercept={fit_intercept}, "
@@ -123,7 +127,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
     method = plan.configure(method, tol, method_params)
     p = plan.one_vs_rest(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
                          intercept_scaling=intercept_scaling, sample_weight=sample_weight, max_iter=run["max_iter"],
-                         dtype=dtype, layout=layout, kernel=kernel, devices=run["devices"], batch=batch)
+                         dtype=dtype, layout=layout, kernel=kernel, devices=run["devices"], batch=batch, init=init)
     out = stages.run(p, history=history, record_every=run["record_every"], verbose=run["verbose"])
     res = finish.result(p, out, MulticlassResult)
     if not res.converged:

@@ -25,13 +25,12 @@ import numpy as np
 import jax
 
 from . import finish, plan, stages
-from .checks import as_matrix
 from .kernels import Kernel, predict_kernel, rbf
 from .result import Result, SolverError, Status, warn_convergence
 from .solvers.alfpgm import alfpgm
 from .solvers.base import Method
 
-__all__ = ["solve_ovo", "OvOModel", "class_pairs"]
+__all__ = ["solve_ovo", "OvOModel", "class_pairs", "votes", "ovr_scores"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -70,12 +69,9 @@ class OvOModel(Result):
         if np.isnan(f).any():
             row = int(np.argwhere(np.isnan(f))[0][0])
             raise ValueError(f"the decision value of row {row} is NaN (NaN or inf in X?): no label to give")
-        pairs = np.asarray(self.pairs)
-        winner = np.where(f > 0, pairs[:, 0], pairs[:, 1])  # (n, P) class positions
         k = np.asarray(self.classes).size
-        votes = np.zeros((f.shape[0], k), np.int64)
-        np.add.at(votes, (np.arange(f.shape[0])[:, None], winner), 1)
-        return np.asarray(self.classes)[np.argmax(votes, axis=1)]  # first maximum: the class listed first
+        # the first maximum: ties go to the class listed first
+        return np.asarray(self.classes)[np.argmax(votes(f, self.pairs, k), axis=1)]
 
     @property
     def message(self) -> str:
@@ -92,6 +88,30 @@ class OvOModel(Result):
         return (f"OvOModel(method={self.method}, C={self.C}, kernel={self.kernel!r}, classes={len(self.classes)}, "
                 f"pairs={st.size}, converged={int(np.sum(st == Status.CONVERGED))}/{st.size}, "
                 f"support_vectors={np.shape(self.support_vectors)[0]})")
+
+
+def votes(f, pairs, k: int, zero_votes_first: bool = False) -> np.ndarray:
+    """(n, k) votes from pairwise decision values f (n, P): pair (i, j) votes i where f > 0 (LIBSVM),
+    or f >= 0 with ``zero_votes_first`` (scikit-learn's per-class scores), else j."""
+    f, pairs = np.asarray(f), np.asarray(pairs)
+    out = np.zeros((f.shape[0], k))
+    first = f >= 0 if zero_votes_first else f > 0
+    np.add.at(out, (np.arange(f.shape[0])[:, None], np.where(first, pairs[:, 0], pairs[:, 1])), 1.0)
+    return out
+
+
+def ovr_scores(f, pairs, k: int) -> np.ndarray:
+    """(n, k) per-class scores from pairwise decision values (n, P), scikit-learn's rule for SVC's
+    decision_function_shape="ovr": each class's votes plus its summed pairwise values squashed into
+    (-1/3, 1/3), so the largest score is the class with most votes, ties going to the more confident.
+    A value of exactly 0 votes for the pair's first class here (scikit-learn's choice), for the second
+    in ``votes`` (LIBSVM's)."""
+    f, pairs = np.asarray(f), np.asarray(pairs)
+    conf = np.zeros((f.shape[0], k))
+    rows = np.arange(f.shape[0])[:, None]
+    np.add.at(conf, (rows, pairs[:, 0]), f)
+    np.add.at(conf, (rows, pairs[:, 1]), -f)
+    return votes(f, pairs, k, zero_votes_first=True) + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
 def class_pairs(k: int) -> np.ndarray:
@@ -136,7 +156,7 @@ def solve_ovo(X, y, *, C=1.0, kernel: Kernel | None = None, method: Method = alf
                      gap=primal - dual, status=np.asarray(out.status).astype(np.int32),
                      iterations=np.asarray(out.iterations), method=p.method.name, loss=repr(p.pb.loss), C=p.C,
                      classes=p.classes, timings=outcome.timings, extras={"support": sv_rows},
-                     kernel=kernel, support_vectors=as_matrix(p.X)[sv_rows], dual_coef=coef,
+                     kernel=p.kernel, support_vectors=p.X[sv_rows], dual_coef=coef,
                      tol=float(np.asarray(p.method.tol)), pairs=pairs)
     if not model.converged:
         msg = f"{p.method.name} one-vs-one: {model.message}" + finish.definiteness_hint(p.pb)

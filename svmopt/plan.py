@@ -28,9 +28,9 @@ import jax.numpy as jnp
 
 from . import driver, sharding
 from .checks import (as_matrix, check_bool, check_C, check_choice, check_devices, check_finite_X, check_int,
-                     check_labels, check_number, check_targets, check_verbose, check_weights, check_width, concrete, is_operator,
-                     resolve_dtype)
-from .kernels import Kernel
+                     check_labels, check_number, check_targets, check_verbose, check_weights, check_width, concrete,
+                     is_operator, resolve_dtype)
+from .kernels import Kernel, as_kernel, gram_rows, host_gram, is_gram, precomputed
 from .losses import Loss
 from .operators import as_operator
 from .problem import Problem
@@ -63,9 +63,15 @@ class Plan:
     devices: Any = None
     batch: str = "auto"
     traced: bool = False
-    X: Any = None  # the user's X, where a kernel model keeps support vectors from it
+    X: Any = None  # the rows a kernel model keeps as support vectors (kernel_input)
     task: str = "binary"  # binary | grid | ovr | ovo | ordinal
     extra: dict = dataclasses.field(default_factory=dict)  # what a task's finish needs (pairs, Y, ...)
+    model_kernel: Any = None  # the kernel the model predicts with, where it differs from pb.kernel
+
+    @property
+    def kernel(self):
+        """The kernel of the trained model (None: a linear primal model)."""
+        return self.model_kernel if self.model_kernel is not None else self.pb.kernel
 
     def problem(self, k: int) -> Problem:
         """The k-th problem of a batch (the plan's problem when it holds one)."""
@@ -279,17 +285,6 @@ def prepare(X, y, *, loss, reg, C=1.0, fit_intercept=True, intercept_scaling=Non
 
 
 # ---------------------------------------------------------------------------------- method and start
-def _kernel_arg(kernel):
-    """A kernel argument is a ``Kernel`` object; a name is what the estimator takes."""
-    if kernel is None or isinstance(kernel, Kernel):
-        return
-    if isinstance(kernel, str):
-        raise TypeError(f"kernel={kernel!r}: svmopt.solve takes a Kernel object, e.g. svmopt.kernels.rbf(gamma=0.1) "
-                        f"(svmopt.SVMClassifier(kernel={kernel!r}) takes the name)")
-    raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. svmopt.kernels.rbf(gamma=0.1)), got "
-                    f"{type(kernel).__name__} {kernel!r:.60}")
-
-
 def choose(method, pb: Problem, kernel=None):
     """(method to run, hand-over or None, why): ``auto`` picks one for this problem
     (``svmopt.solvers.auto``); any other method runs as given."""
@@ -298,6 +293,34 @@ def choose(method, pb: Problem, kernel=None):
     probe = pb if kernel is None else pb.replace(kernel=_cast(kernel, pb.dtype))
     chosen, why = method.choose(probe)
     return chosen, method.handover(probe, chosen), why
+
+
+def kernel_input(X, kernel):
+    """(X the solver reads, the rows a model keeps as support vectors, the kernel the solver evaluates,
+    the kernel the model predicts with) for ``kernel`` as ``svmopt.kernels.as_kernel`` takes it.
+
+    A precomputed kernel: X is the Gram matrix K (n, n), support vectors are row indices (n_sv, 1).
+    A host kernel (plain Python / NumPy): K = fn(X, X) on the host (``kernels.host_gram``, within
+    its budget); support vectors are rows of X. Both solve on ``kernels.gram_rows(K)``.
+    """
+    kernel = as_kernel(kernel)
+    if not is_gram(kernel):
+        return X, (as_matrix(X) if kernel is not None and not is_operator(X) else X), kernel, kernel
+    if kernel.host:
+        keep = X if hasattr(X, "shape") else np.asarray(X)  # rows of anything the function takes
+        if sp.issparse(keep):
+            keep = keep.tocsr()
+        G, model = host_gram(kernel, keep), kernel
+    else:
+        if sp.issparse(X):
+            raise TypeError("Sparse precomputed kernels are not supported: pass the Gram matrix as a dense array")
+        G = np.asarray(as_matrix(X), np.float64)
+        if G.shape[0] != G.shape[1]:
+            raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {G.shape[0]}x{G.shape[1]} "
+                             "matrix: kernel='precomputed' fits on K(train, train)")
+        check_finite_X(G)
+        keep, model = np.arange(G.shape[0], dtype=np.float64)[:, None], precomputed(G.shape[0])
+    return gram_rows(G), keep, precomputed(G.shape[0]), model
 
 
 def bind(pb: Problem, method: Method, kernel, max_iter):
@@ -394,7 +417,7 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
     """One binary problem, or a grid over C (``C`` 1-D): the plan of ``svmopt.solve``. A loss of the
     residual (``Loss.needs_targets``) makes it a regression on real targets y."""
     task = "regression" if isinstance(loss, Loss) and loss.needs_targets else "binary"
-    _kernel_arg(kernel)
+    X, keep, kernel, model_kernel = kernel_input(X, kernel)
     if not sharding.is_sharded(X):
         X = as_matrix(X)
     n = X.shape[0]
@@ -408,7 +431,7 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
                                      layout=layout, bucket=bucket and kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True)
     common = dict(n=n, classes=classes, intercept_scaling=intercept_scaling, why=why, handover=handover,
-                  devices=devices, batch=batch, X=X if kernel is not None else None)
+                  devices=devices, batch=batch, X=keep if kernel is not None else None, model_kernel=model_kernel)
     if C_arr.ndim == 0:
         start = make_start(init, method, pb, intercept_scaling, n)
         return Plan(pb, method, start, cap, C=C, labels=("",), task=task, **common)
@@ -420,26 +443,47 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
 
 
 def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
-                max_iter=None, dtype=None, layout="auto", kernel=None, devices=None, batch="auto") -> Plan:
-    """K problems "class k against the rest" sharing X, s and C: the labels are the batched leaf."""
+                max_iter=None, dtype=None, layout="auto", kernel=None, devices=None, batch="auto", init=None) -> Plan:
+    """K problems "class k against the rest" sharing X, s and C: the labels are the batched leaf.
+    ``init``: a MulticlassResult or {"w": (K, d), "b": (K,), "alpha": (K, n)}, a warm start per class."""
     if np.ndim(C) != 0:
         raise ValueError(f"solve_multiclass takes a scalar C, got shape {np.shape(C)}; "
                          "loop over C or use svmopt.solve for a binary grid")
-    _kernel_arg(kernel)
     if kernel is not None and sharding.is_sharded(X):
         raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
+    X, keep, kernel, model_kernel = kernel_input(X, kernel)
     pb, Y, classes, _, n = _data(X, y, "ovr", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                  layout=layout, bucket=kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter,
                                             allow_handover=not sharding.is_sharded(X))
     K = len(classes)
-    start = make_start(None, method, pb)
+    if init is None:
+        start = _broadcast(make_start(None, method, pb), K)
+    else:
+        start = _per_class_start(init, method, pb, intercept_scaling, n, K)
     batched = pb.replace(y=Y if isinstance(Y, jax.Array) else jnp.asarray(Y, pb.dtype))
-    return Plan(batched, method, _broadcast(start, K), cap, handover=handover, axes=batch_axes(pb, y=0), size=K,
+    return Plan(batched, method, start, cap, handover=handover, axes=batch_axes(pb, y=0), size=K,
                 labels=tuple(label_name(c) for c in classes), n=n, classes=classes,
                 intercept_scaling=intercept_scaling, C=C, why=why, devices=devices, batch=batch,
-                X=X if kernel is not None else None, task="ovr", extra=dict(Y=Y))
+                X=keep if kernel is not None else None, task="ovr", extra=dict(Y=Y), model_kernel=model_kernel)
+
+
+def _per_class_start(init, method, pb, intercept_scaling, n, K) -> Start:
+    """K warm starts stacked (one per class) from a MulticlassResult or a dict of (K, ...) arrays."""
+    if isinstance(init, Result):
+        alpha = init.extras.get("alpha") if isinstance(init.extras, dict) else None
+        init = {"w": init.w, "b": init.b, "alpha": alpha}
+    if not isinstance(init, dict) or set(init) - {"w", "b", "alpha"}:
+        raise TypeError("a one-vs-rest init is a MulticlassResult or a dict with 'w' (K, d), 'b' (K,) and/or "
+                        f"'alpha' (K, n), got {init!r:.60}")
+    init = {k: v for k, v in init.items() if v is not None}
+    for k, v in init.items():
+        if np.shape(v)[:1] != (K,):
+            raise ValueError(f"init {k!r} has shape {np.shape(v)}; one-vs-rest over {K} classes needs {K} rows")
+    starts = [make_start({k: np.asarray(v)[c] for k, v in init.items()}, method, pb, intercept_scaling, n)
+              for c in range(K)]
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *starts)
 
 
 def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None, dtype=None, batch="auto",
@@ -451,6 +495,10 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
 
     if not isinstance(method, Method) or not getattr(method, "supports_kernel", False):
         raise TypeError(f"method must be a kernel solver such as svmopt.solvers.alfpgm, got {method!r:.60}")
+    if kernel is None:
+        raise TypeError("one-vs-one needs a kernel (e.g. svmopt.kernels.rbf(gamma=0.1))")
+    X, keep, kernel, model_kernel = kernel_input(X, kernel)
+    G = X[:, :-1] if is_gram(kernel) else None  # a Gram matrix: each pair solves on its own block
     X = as_matrix(X)
     n, d = X.shape
     if n == 0 or d == 0:
@@ -461,22 +509,21 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
     if C_arr.ndim != 0:
         raise ValueError(f"C must be a finite scalar > 0, got {C!r}")
     s = check_weights(sample_weight, n)
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r:.60}")
     x64 = jax.config.jax_enable_x64
     dt = resolve_dtype(dtype if dtype is not None else (jnp.float64 if x64 and X.dtype == np.float64 else None))
     pairs = np.array([(i, j) for i in range(classes.size) for j in range(i + 1, classes.size)],
                      dtype=np.int64).reshape(-1, 2)
     members = [np.flatnonzero(y == c) for c in classes]
     rows = [np.sort(np.concatenate([members[i], members[j]])) for i, j in pairs]  # the data's own order
-    n_max, P = max(r.size for r in rows), len(rows)
+    # the pairs padded to a row bucket: folds and subsets of nearby sizes share one program
+    n_max, P = bucket_rows(max(r.size for r in rows)), len(rows)
     if batch == "vmap":  # the method's cache budget is the whole batch's
         full = n_max * n_max * jnp.dtype(dt).itemsize / 2**20
         method = method(cache_size=float(min(method.cache_size / P, full + 1e-6 * full + 1.0)))
     dense = (lambda A: A.toarray()) if sp.issparse(X) else np.asarray
-    Xs, Ys, Ss = np.zeros((P, n_max, d)), np.ones((P, n_max)), np.zeros((P, n_max))
+    Xs, Ys, Ss = np.zeros((P, n_max, d if G is None else n_max + 1)), np.ones((P, n_max)), np.zeros((P, n_max))
     for p, ((i, j), r) in enumerate(zip(pairs, rows)):
-        Xs[p, :r.size] = dense(X[r])
+        Xs[p, :r.size] = dense(X[r]) if G is None else gram_rows(G[np.ix_(r, r)], n_max)
         Ys[p, :r.size] = np.where(y[r] == classes[i], 1.0, -1.0)
         Ss[p, :r.size] = s[r]
 
@@ -493,8 +540,8 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
     axes = batch_axes(pb, op=jax.tree_util.tree_map(lambda _: 0, pb.op), y=0, s=0)
     return Plan(pb, method, _broadcast(driver.cold_start(method, one), P), int(cap), axes=axes, size=P,
                 labels=tuple(f"{label_name(classes[i])}/{label_name(classes[j])}" for i, j in pairs), n=n,
-                classes=classes, C=float(C_arr), devices=devices, batch=batch, X=X, task="ovo",
-                extra=dict(pairs=pairs, rows=rows, Ys=Ys))
+                classes=classes, C=float(C_arr), devices=devices, batch=batch, X=keep, task="ovo",
+                extra=dict(pairs=pairs, rows=rows, Ys=Ys), model_kernel=model_kernel)
 
 
 def ordinal(X, ranks, *, method, C=1.0, max_iter=None, dtype=None, layout="auto", binary_labels=False) -> Plan:

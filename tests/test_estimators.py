@@ -69,7 +69,7 @@ def test_params_protocol_without_sklearn_base():
     clf = SVMClassifier(C=0.5, loss="squared_hinge")
     assert not any(c.__module__.startswith("sklearn") for c in type(clf).__mro__)
     p = clf.get_params()
-    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "auto" and len(p) == 17
+    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "auto" and len(p) == 21
     assert clf.set_params(C=2.0, tol=1e-4) is clf and clf.C == 2.0 and clf.tol == 1e-4
     with pytest.raises(ValueError, match="Invalid parameter 'foo' for estimator SVMClassifier"):
         clf.set_params(foo=1)
@@ -265,3 +265,125 @@ def test_kernel_multiclass_scores_are_per_class_as_svc():
     assert pairwise.shape == (178, 3) and not np.allclose(pairwise, f)
     with pytest.raises(ValueError, match="decision_function_shape"):
         est.set_params(decision_function_shape="both").decision_function(X)
+
+
+# ---------------------------------------------------------------- scikit-learn's SVC behaviours
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """pendigits: 300 rows of 10 classes, features scaled to [0, 1]."""
+    X, y = svmopt.load_svmlight(data_path("pendigits"))
+    return X.toarray()[:300] / 100.0, y[:300]
+
+
+def test_linear_kernel_has_svc_coef(heart, digits):
+    """kernel="linear": coef_ = dual_coef_ @ support_vectors_, read-only, per pair; equal to SVC's."""
+    from sklearn.svm import SVC
+
+    X, y = heart
+    for Xs, ys, shape in ((X.toarray(), y, (1, 13)), (digits[0], digits[1], (45, 16))):
+        est = SVMClassifier(kernel="linear", C=0.5, tol=1e-6, dtype="float64").fit(Xs, ys)
+        ref = SVC(kernel="linear", C=0.5, tol=1e-8).fit(Xs, ys)
+        assert est.coef_.shape == shape
+        np.testing.assert_allclose(est.coef_, ref.coef_, atol=2e-3 * np.abs(ref.coef_).max())
+        np.testing.assert_allclose(est.intercept_, ref.intercept_, atol=2e-3 * np.abs(ref.intercept_).max())
+        with pytest.raises(ValueError, match="read-only"):
+            est.coef_[0, 0] = 1.0
+        with pytest.raises(AttributeError, match="set dual_coef_"):
+            est.coef_ = np.zeros(shape)
+    with pytest.raises(AttributeError, match="only available when using a linear kernel"):
+        SVMClassifier(kernel="rbf").fit(X, y).coef_
+
+
+def test_predictions_follow_edited_attributes(heart, digits):
+    """Predictions come from coef_ / intercept_ (linear) and dual_coef_ / support_vectors_ / intercept_
+    (kernel), as scikit-learn's: set them, and decision_function is the numpy formula on the new values."""
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.svm import LinearSVC
+
+    X, y = heart
+    Xd = X.toarray()
+    est = SVMClassifier(dtype="float64").fit(Xd, y)
+    ref = LinearSVC(C=0.01, dual=True, tol=1e-8, max_iter=100000).fit(Xd, y)  # another model's weights
+    est.coef_, est.intercept_ = ref.coef_.copy(), ref.intercept_.copy()
+    np.testing.assert_allclose(est.decision_function(Xd), ref.decision_function(Xd), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(est.predict(Xd), ref.predict(Xd))
+    Xs, ys = digits
+    est = SVMClassifier(dtype="float64").fit(Xs, ys)  # one-vs-rest
+    est.coef_ = est.coef_[::-1].copy()
+    np.testing.assert_allclose(est.decision_function(Xs), Xs @ est.coef_.T + est.intercept_, atol=1e-12)
+    kern = SVMClassifier(kernel="rbf", gamma=0.5, dtype="float64").fit(Xd, y)
+    kern.dual_coef_ = -kern.dual_coef_
+    kern.intercept_ = kern.intercept_ + 0.25
+    manual = rbf_kernel(Xd, kern.support_vectors_, gamma=0.5) @ kern.dual_coef_[0] + kern.intercept_[0]
+    np.testing.assert_allclose(kern.decision_function(Xd), manual, atol=1e-9)
+    np.testing.assert_array_equal(kern.predict(Xd), np.where(manual > 0, 1.0, -1.0))
+
+
+def test_warm_start_starts_from_the_previous_fit(heart, digits):
+    """warm_start=True: a refit begins at the previous solution (solve's init), so at the same C it
+    is certified at once, and at another C it reaches the cold fit's optimum."""
+    X, y = heart
+    Xd = X.toarray()
+    for Xs, ys in ((Xd, y), digits):
+        est = SVMClassifier(C=0.5, warm_start=True, dtype="float64").fit(Xs, ys)
+        cold_iter = est.n_iter_
+        assert est.fit(Xs, ys).n_iter_ < cold_iter
+        est.set_params(C=1.0).fit(Xs, ys)
+        cold = SVMClassifier(C=1.0, dtype="float64").fit(Xs, ys)
+        np.testing.assert_allclose(est.result_.primal_objective, cold.result_.primal_objective, rtol=2e-3)
+        assert est.result_.converged
+    # a binary kernel model starts from its dual alpha (AL-FPGM solves this one in one iteration:
+    # what is checked is the start handed to solve)
+    kern = SVMClassifier(kernel="rbf", gamma=0.5, warm_start=True, dtype="float64").fit(Xd, y)
+    alpha = np.asarray(kern.result_.extras["alpha"])
+    seen = []
+    real_solve = svmopt.estimators.solve
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(svmopt.estimators, "solve", lambda *a, **k: seen.append(k["init"]) or real_solve(*a, **k))
+        kern.set_params(C=2.0).fit(Xd, y)
+    np.testing.assert_array_equal(seen[0]["alpha"], alpha)
+    cold = SVMClassifier(kernel="rbf", gamma=0.5, C=2.0, dtype="float64").fit(Xd, y)
+    np.testing.assert_allclose(kern.result_.primal_objective, cold.result_.primal_objective, rtol=2e-3)
+    with pytest.raises(ValueError, match="one-vs-rest"):
+        svmopt.solve_multiclass(*digits, strategy="ovo", kernel=svmopt.kernels.rbf(0.5), init={"alpha": None})
+
+
+def test_saved_estimator_loads_as_a_fitted_estimator(heart, digits, tmp_path):
+    from svmopt.estimators import load_estimator
+
+    X, y = heart
+    est = SVMClassifier(C=0.3, class_weight="balanced", dtype="float64").fit(X, y)
+    back = load_estimator(svmopt.save_model(est, tmp_path / "lin.model"))
+    assert back.C == 0.3 and back.class_weight == "balanced" and back.n_features_in_ == 13
+    np.testing.assert_array_equal(back.coef_, est.coef_)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    assert back.fit(X, y).score(X, y) == est.score(X, y)  # its parameters refit the same model
+    kern = SVMClassifier(kernel="rbf", gamma=2.0, C=3.0, decision_function_shape="ovo").fit(*digits)
+    back = load_estimator(svmopt.save_model(kern, tmp_path / "ovo.model"))
+    assert (back.kernel, back.gamma, back.decision_function_shape) == ("rbf", 2.0, "ovo")
+    np.testing.assert_array_equal(back.decision_function(digits[0]), kern.decision_function(digits[0]))
+    m = SVMClassifier.from_model(svmopt.solve(X, y, C=0.3))  # a Result from solve: the defaults
+    assert m.C == 1.0 and m.coef_.shape == (1, 13) and m.score(X, y) > 0.8
+
+
+def test_break_ties_as_svc(digits):
+    """break_ties=True with decision_function_shape="ovr": predict is the arg-max of the per-class
+    scores (as SVC); with "ovo" it is refused, as SVC refuses it."""
+    from sklearn.svm import SVC
+
+    X, y = digits
+    est = SVMClassifier(kernel="rbf", gamma=0.5, C=1.0, break_ties=True, tol=1e-6, dtype="float64").fit(X, y)
+    ref = SVC(kernel="rbf", gamma=0.5, C=1.0, break_ties=True, tol=1e-8).fit(X, y)
+    rng = np.random.default_rng(0)
+    Z = 0.5 * (X[rng.integers(0, 300, 4000)] + X[rng.integers(0, 300, 4000)])  # midpoints: tied votes (~2%)
+    f = est.decision_function(Z)
+    np.testing.assert_array_equal(est.predict(Z), est.classes_[np.argmax(f, axis=1)])
+    np.testing.assert_allclose(f, ref.decision_function(Z), atol=1e-3)
+    assert np.mean(est.predict(Z) == ref.predict(Z)) > 0.99
+    votes_only = est.set_params(break_ties=False).predict(Z)  # LIBSVM's rule: ties to the class listed first
+    np.testing.assert_array_equal(votes_only, ref.set_params(break_ties=False).predict(Z))
+    assert np.any(votes_only != est.classes_[np.argmax(f, axis=1)])
+    with pytest.raises(ValueError, match="break_ties must be False"):
+        est.set_params(break_ties=True, decision_function_shape="ovo").predict(Z)

@@ -1,7 +1,7 @@
 """Command line that a LIBLINEAR user can use as they use ``train`` / ``predict``.
 
     svmopt-train [options] data_file [model_file]
-    svmopt-predict [-q] test_file model_file output_file
+    svmopt-predict [-b 0|1] [-q] test_file model_file output_file
 
 LIBLINEAR's options mean what they mean there:
 
@@ -24,6 +24,15 @@ LIBLINEAR's options mean what they mean there:
             -c (or LIBLINEAR's data-based start) doubling up to 1024; prints one
             "log2c= ... rate= ..." line per C and "Best C = ...  CV accuracy = ...%" (no model)
   -q        quiet
+
+LIBSVM's kernel options train LIBSVM's C-SVC (hinge loss, free intercept, one-vs-one for more
+classes; ``svmopt.cli.kernel_options``):
+
+  -t type   0 linear, 1 polynomial, 2 rbf, 3 sigmoid, 4 precomputed (rows "0:i 1:K(x_i,x_1) ...")
+  -g gamma  (default 1/num_features) -d degree (default 3) -r coef0 (default 0)
+  -b 1      also fit probability estimates (Platt's sigmoids on 5-fold cross-validated decision
+            values, pairwise coupling for one-vs-one); ``svmopt-predict -b 1`` then writes LIBSVM's
+            "labels c1 c2 ..." line and "label p1 p2 ..." per row
 
 svmopt's own choices are long options: --loss (hinge, squared_hinge, logistic,
 least_squares or p >= 1 for the Lp hinge, e.g. --loss 1.5), --reg, --method, --tol,

@@ -14,7 +14,7 @@ import numpy as np
 
 import jax
 
-from ..estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
 from ..model_io import save_model
@@ -23,6 +23,7 @@ from ..path import path as solve_path
 from ..result import Status
 from ..solve import solve
 from .common import COMPRESSED, Usage, check_writable, label, parser, run
+from .kernel_options import add_kernel_options, fit_probability, gamma_value, gram_rows_of_file, kernel_choice
 
 __all__ = ["train_main", "LIBLINEAR"]
 
@@ -70,8 +71,6 @@ _NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
                         2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
 
 
-
-
 def _solver_help():
     lines = [f"  {k:2d} {t.name:<20} {t.loss}, {t.reg}: {t.method} ({t.note})" for k, t in LIBLINEAR.items()]
     lines += [f"  {k:2d} {SOLVER_TYPES[k]:<20} not in svmopt" for k in _MISSING]
@@ -108,10 +107,6 @@ def _train_parser():
     o.add_argument("--max-iter", type=int, default=None, help="iteration cap (default: the method's)")
     o.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     o.add_argument("--n-features", type=int, default=None, help="number of features (default: largest index)")
-    o.add_argument("--kernel", default=None, help="linear, rbf, polynomial or sigmoid: a kernel SVM")
-    o.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' (default) or 'auto'")
-    o.add_argument("--degree", type=int, default=3, help="polynomial kernel degree (default 3)")
-    o.add_argument("--coef0", type=float, default=0.0, help="polynomial / sigmoid kernel coef0 (default 0)")
     o.add_argument("--devices", default=None, metavar="N",
                    help="spread one-vs-rest / one-vs-one problems over N local devices (or 'all')")
     o.add_argument("--progress", type=int, default=None, metavar="K",
@@ -119,15 +114,8 @@ def _train_parser():
     o.add_argument("--seed", type=int, default=1, help="seed of the cross-validation folds (default 1)")
     o.add_argument("--model-format", choices=("svmopt", "liblinear"), default="svmopt",
                    help="svmopt (.npz, default) or liblinear (LIBLINEAR's text format)")
+    add_kernel_options(p)
     return p
-
-
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------- options
@@ -191,8 +179,8 @@ def _plan(args) -> _Plan:
         if clash:
             raise ValueError(f"-s {s} sets the loss, the regularizer and the method; drop {', '.join(clash)} "
                              "or drop -s")
-        if args.kernel:
-            raise ValueError("-s picks a linear LIBLINEAR solver; a kernel SVM takes --kernel without -s")
+        if args.kernel or args.kernel_type is not None:
+            raise ValueError("-s picks a linear LIBLINEAR solver; a kernel SVM takes -t or --kernel without -s")
         lt = LIBLINEAR[s]
         loss, reg_name, method = resolve_loss(lt.loss), lt.reg, _method_named(lt.method, s)
     else:
@@ -294,25 +282,30 @@ def _train(argv) -> int:
         jax.config.update("jax_enable_x64", True)
     plan = _plan(args)
     devices = _devices(args.devices)
-    kernel_model = args.kernel is not None and args.kernel.strip().lower() != "linear"
+    args.kernel_name, kernel_model = kernel_choice(args)
     if kernel_model and args.model_format == "liblinear":
         raise ValueError("a kernel model has no LIBLINEAR form; use --model-format svmopt")
+    if args.probability and args.model_format == "liblinear":
+        raise ValueError("-b 1: LIBLINEAR's model format has no probability estimates; use --model-format svmopt")
     model_file = None
     if args.folds is None and not args.find_C:
         model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
         check_writable(model_file, "model")
 
     t0 = time.perf_counter()
-    X, y = load_svmlight(args.data_file, n_features=args.n_features)
+    gram = args.kernel_name == "precomputed"
+    X, y = load_svmlight(args.data_file, n_features=args.n_features, zero_based=gram)
     if X.shape[0] == 0:
         raise ValueError(f"{args.data_file} holds no data rows (an empty file?)")
     classes = np.unique(y)
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
+    if gram:  # LIBSVM's -t 4 rows: 0:serial, then the kernel values
+        X = gram_rows_of_file(X)
     if classes.size < 2:
         raise ValueError(f"the data has only one class ({label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
-        raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
+        raise ValueError("-C searches C on linear paths; with a kernel, use -v n for each C")
     kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
     if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
@@ -328,6 +321,10 @@ def _train(argv) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res, ovr = _fit(args, X, y, classes, kw, what, devices, kernel_model, say)
+        if args.probability:
+            say("probability estimates: sigmoids on 5-fold cross-validated decision values")
+            fit_probability(res, ovr, X, y, _kernel_kw(kw) if kernel_model else kw,
+                            res.kernel if kernel_model else None)
     _warn(caught, args.quiet)
     say(_summary(res, ovr, time.perf_counter() - t0))
     _save(res, model_file, args, plan)
@@ -351,14 +348,8 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
 
 def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
     """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes."""
-    gamma = args.gamma
-    if gamma not in ("scale", "auto"):
-        try:
-            gamma = float(gamma)
-        except ValueError:
-            raise Usage(f"svmopt-train: error: --gamma takes a number > 0, 'scale' or 'auto', got {gamma!r}") from None
-    kernel = resolve_kernel(args.kernel, X, gamma=gamma, degree=args.degree, coef0=args.coef0)
-    kw = {k: v for k, v in kw.items() if k not in ("loss", "reg", "intercept_scaling", "fit_intercept")}
+    kernel = resolve_kernel(args.kernel_name, X, gamma=gamma_value(args), degree=args.degree, coef0=args.coef0)
+    kw = _kernel_kw(kw)
     if announce:
         name = kw["method"].name if "method" in kw else "auto (alfpgm for the hinge)"
         say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {name}"
@@ -367,6 +358,11 @@ def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
     if classes.size > 2:
         return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
     return solve(X, y, kernel=kernel, **kw), False
+
+
+def _kernel_kw(kw):
+    """A kernel model is LIBSVM's C-SVC: the hinge loss, l2 and a free intercept, whatever the options."""
+    return {k: v for k, v in kw.items() if k not in ("loss", "reg", "intercept_scaling", "fit_intercept")}
 
 
 def _warn(caught, quiet):
@@ -462,16 +458,18 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
         say("WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross validation)")
     say(f"{k}-fold cross validation, training {what}")
     pred = np.empty(y.shape[0], dtype=y.dtype)
+    gram = args.kernel_name == "precomputed"  # a Gram matrix: the fold's columns too
     t0 = time.perf_counter()
     for i, test in enumerate(folds):
         rows = _train_rows(X.shape[0], test, y, i, k)
         ti = time.perf_counter()
+        Xtr, Xte = (X[np.ix_(rows, rows)], X[np.ix_(test, rows)]) if gram else (X[rows], X[test])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res, _ = _fit(args, X[rows], y[rows], np.unique(y[rows]), _fold_kw(kw, rows, i, k), what, devices,
+            res, _ = _fit(args, Xtr, y[rows], np.unique(y[rows]), _fold_kw(kw, rows, i, k), what, devices,
                           kernel_model, say, announce=False)
         _warn(caught, args.quiet)
-        pred[test] = res.predict(X[test])
+        pred[test] = res.predict(Xte)
         acc = 100.0 * np.mean(pred[test] == y[test])
         say(f"fold {i + 1}/{k}: {len(rows)} training rows, accuracy on {len(test)} held out {acc:.4g}% "
             f"({time.perf_counter() - ti:.2f} s)")
