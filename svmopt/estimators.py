@@ -39,14 +39,14 @@ from .solve import solve
 from .solvers import Auto, Method
 
 __all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
-           "resolve_kernel", "available_methods"]
+           "resolve_kernel", "available_methods", "Params", "check_X", "not_fitted"]
 
 
 class NotFittedError(ValueError, AttributeError):
     """predict / decision_function called before fit (same bases as sklearn's)."""
 
 
-def _not_fitted(msg):
+def not_fitted(msg):
     """Our NotFittedError, also an instance of sklearn's when sklearn is in use."""
     skl = sys.modules.get("sklearn.exceptions")
     return NotFittedError(msg) if skl is None else _with_sklearn(skl.NotFittedError)(msg)
@@ -161,7 +161,7 @@ def resolve_kernel(kernel, X=None, *, gamma="scale", degree=3, coef0=0.0) -> Ker
 # --------------------------------------------------------------------------- input checks
 
 
-def _check_X(X, n_features=None, who="SVMClassifier"):
+def check_X(X, n_features=None, who="SVMClassifier"):
     """2-D float data: numpy (copied only when needed) or CSR; sklearn-style messages."""
     if X is None:
         raise ValueError(f"{who} needs data X, got None")
@@ -244,7 +244,7 @@ def _sample_weight(class_weight, sample_weight, y, classes, n):
 # --------------------------------------------------------------------------- the estimator
 
 
-class _Params:
+class Params:
     """get_params / set_params / repr following scikit-learn's conventions (no sklearn needed)."""
 
     @classmethod
@@ -296,7 +296,7 @@ def _safe_eq(a, b):
         return False
 
 
-class SVMClassifier(_Params):
+class SVMClassifier(Params):
     """Linear (or kernel) SVM classifier: the Section-1 problem solved by an svmopt method.
 
     Parameters
@@ -379,7 +379,7 @@ class SVMClassifier(_Params):
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse and y (n,) with >= 2 labels of any kind."""
-        X = _check_X(X)
+        X = check_X(X)
         y = _check_y(y, X.shape[0])
         classes = np.unique(y)
         if classes.size < 2:
@@ -425,7 +425,7 @@ class SVMClassifier(_Params):
 
     def _fitted(self):
         if not hasattr(self, "result_"):
-            raise _not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
+            raise not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
         return self.result_
 
     def decision_function(self, X):
@@ -435,7 +435,7 @@ class SVMClassifier(_Params):
         values squashed into (-1/3, 1/3) (so the largest score is the class with most votes, ties
         going to the more confident; scikit-learn's rule); with "ovo" the (n, P) pairwise values."""
         res = self._fitted()
-        f = res.decision_function(_check_X(X, self.n_features_in_))
+        f = res.decision_function(check_X(X, self.n_features_in_))
         pairs = getattr(res, "pairs", None)
         if pairs is None or self.decision_function_shape == "ovo":
             return f
@@ -451,7 +451,7 @@ class SVMClassifier(_Params):
 
     def predict(self, X):
         res = self._fitted()
-        return res.predict(_check_X(X, self.n_features_in_))
+        return res.predict(check_X(X, self.n_features_in_))
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy (weighted by sample_weight if given)."""
