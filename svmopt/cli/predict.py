@@ -8,7 +8,8 @@ import numpy as np
 
 from ..io import is_liblinear_model, load_liblinear_model, load_svmlight
 from ..model_io import load_model
-from .common import check_writable, label, parser, run
+from ..result import RegressionResult
+from .common import check_writable, label, parser, regression_scores, run
 
 __all__ = ["predict_main"]
 
@@ -45,7 +46,11 @@ def _predict(argv) -> int:
     pred = model.predict(X)
     with open(args.output_file, "w") as f:
         f.write("".join(label(v) + "\n" for v in pred))
-    if not args.quiet:
+    if not args.quiet and isinstance(model, RegressionResult):  # LIBSVM's svm-predict lines
+        mse, scc = regression_scores(y, pred)
+        print(f"Mean squared error = {mse:g} (regression)\nSquared correlation coefficient = {scc:g} (regression)",
+              flush=True)
+    elif not args.quiet:
         correct = int(np.sum(pred == y))
         print("Accuracy = %g%% (%d/%d)" % (100.0 * correct / max(len(y), 1), correct, len(y)), flush=True)
     return 0
