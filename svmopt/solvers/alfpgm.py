@@ -46,7 +46,7 @@ K beta read off G), extras "alpha" (the library's alpha (n,): alpha - alpha* for
 X^T (alpha * y) for the linear kernel (kernel=None) and a zero-length array for other kernels, whose
 model is ``support_vectors``, ``dual_coef`` and ``b`` (set by ``svmopt.solve``).
 
-Small problems (n <= ``whole`` rows, and the n x n kernel matrix within ``cache_size``) skip the
+Small problems (m <= ``whole`` variables, and the n x n kernel matrix within ``cache_size``) skip the
 decomposition: the matrix is computed once (one matrix product) and a step runs SMO
 over all variables to the violation viol_tol (LIBSVM with a cache holding every row), the gradient
 coming from SMO's own updates. This is what one-vs-one's many small pair problems run.
@@ -114,9 +114,9 @@ class ALFPGM(Method):
                     (paper 1e-2), augmented-Lagrangian iterations, power iterations (eq. 16)
     tau             replaces a_ij <= 0 in the second-order rule (LIBSVM's TAU)
     cache_size      kernel-row cache budget in MB (rows of length n in the problem's dtype)
-    whole           problems of at most this many rows whose kernel matrix fits ``cache_size`` are
-                    solved on the whole matrix (no working sets; see above); 0: never. 2048 by
-                    measurement (bench/results/design-notes.md, AL-FPGM)
+    whole           problems of at most this many dual variables (rows; epsilon-SVR has two per row)
+                    whose kernel matrix fits ``cache_size`` are solved on the whole matrix (no working
+                    sets; see above); 0: never. 2048 by measurement (bench/results/design-notes.md, AL-FPGM)
     row_chunk       kernel rows computed per matrix product on cache misses; 0 (default): 64 on
                     CPU (blocks that stay in cache ran fastest), |B| / 2 on accelerators (the new
                     half of B in one product)
@@ -194,7 +194,7 @@ class ALFPGM(Method):
 
     def _whole(self, pb) -> bool:
         """Static: solve on the whole kernel matrix (small problems whose matrix fits the budget)."""
-        return pb.n <= self.whole and self._sizes(pb)[1] >= pb.n
+        return variables(pb) <= self.whole and self._sizes(pb)[1] >= pb.n
 
     def _chunk(self, ws):
         if self.row_chunk:
