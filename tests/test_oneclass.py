@@ -110,9 +110,12 @@ def test_kernel_optimum_is_libsvms(case):
         assert int(r.extras["working_set"]) == 64 and int(r.extras["cache_misses"]) > int(r.extras["cache_rows"])
 
 
-@pytest.mark.parametrize("name, nf, rows, nu", [("heart_scale", 13, 270, 0.2), ("a9a", 123, 2000, 0.4)])
-def test_linear_optimum_is_liblinears(name, nf, rows, nu):
-    """kernel=None: the primal w (LIBLINEAR's -s 21); the same optimum as the linear kernel's expansion."""
+@pytest.mark.parametrize("name, nf, rows, nu, method", [("heart_scale", 13, 270, 0.2, alfpgm),
+                                                        ("a9a", 123, 2000, 0.4, alfpgm),
+                                                        ("a9a", 123, 2000, 0.1, alfpgm(whole=0, pairs=64))])
+def test_linear_optimum_is_liblinears(name, nf, rows, nu, method):
+    """kernel=None: the primal w (LIBLINEAR's -s 21; on working sets alfpgm keeps w itself, no kernel rows);
+    the same optimum as the linear kernel's expansion."""
     from liblinear import liblinearutil as ll
 
     X = load(name, nf, rows)
@@ -123,7 +126,7 @@ def test_linear_optimum_is_liblinears(name, nf, rows, nu):
     w_ref, b_ref = np.asarray(w_ref) / (nu * n), b_ref / (nu * n)
     P_ref = 0.5 * w_ref @ w_ref + b_ref + np.sum(np.maximum(-(Xd @ w_ref + b_ref), 0.0)) / (nu * n)
 
-    r = svmopt.solve_oneclass(X, nu=nu, tol=1e-10, dtype=F64)
+    r = svmopt.solve_oneclass(X, nu=nu, tol=1e-10, dtype=F64, method=method)
     assert r.status == Status.CONVERGED and r.w.shape == (nf,) and r.kernel is None
     P, D = float(r.primal_objective), float(r.dual_objective)
     assert D <= P_ref + 1e-12 * abs(P_ref) and abs(P - P_ref) <= 1e-6 * abs(P_ref), (P, D, P_ref)
@@ -162,6 +165,33 @@ def test_float32_default_certifies():
     r = svmopt.solve_oneclass(X, nu=0.2, kernel=rbf(0.5))  # float32, tol 1e-3, auto -> alfpgm
     assert r.method == "alfpgm" and r.status == Status.CONVERGED and float(r.relative_gap) <= 1e-3
     assert abs(float(r.primal_objective) - D_ref) <= 2e-3 * abs(D_ref)
+
+
+def test_linear_working_sets_serve_every_dual():
+    """The linear kernel's working-set path (w kept, no kernel rows) on C-SVC and epsilon-SVR: the optimum of
+    LIBSVM's linear kernel (scikit-learn's SVC / SVR, -t 0, -e 1e-12) on a9a's first 1500 rows."""
+    from sklearn.svm import SVC, SVR
+
+    X = load("a9a", 123, 1500)
+    _, y = svmopt.load_svmlight(data_path("a9a"), n_features=123)
+    y = y[:1500]
+    Xd = X.toarray()
+    t = Xd[:, :10] @ np.arange(1.0, 11.0) + y  # a real-valued target from the data
+    ws = alfpgm(whole=0, pairs=64)
+    ref = SVC(kernel="linear", C=0.5, tol=1e-12).fit(Xd, y)
+    w = ref.coef_.ravel()
+    D_ref = np.abs(ref.dual_coef_).sum() - 0.5 * w @ w
+    r = svmopt.solve(X, y, C=0.5, method=ws, tol=1e-9, dtype=F64)
+    assert r.status == Status.CONVERGED and int(r.extras["cache_misses"]) == 0 and r.iterations > 1
+    assert abs(float(r.dual_objective) - D_ref) <= 1e-6 * abs(D_ref)
+    ref = SVR(kernel="linear", C=0.5, epsilon=0.5, tol=1e-12).fit(Xd, t)
+    beta, w = np.zeros(1500), ref.coef_.ravel()
+    beta[ref.support_] = ref.dual_coef_.ravel()
+    D_ref = t @ beta - 0.5 * np.abs(beta).sum() - 0.5 * w @ w
+    r = svmopt.solve(X, t, loss=svmopt.losses.epsilon_insensitive(0.5), C=0.5, method=ws, tol=1e-8, dtype=F64)
+    assert r.status == Status.CONVERGED and int(r.extras["cache_misses"]) == 0
+    assert abs(float(r.dual_objective) - D_ref) <= 1e-6 * abs(D_ref)
+    np.testing.assert_allclose(r.w, w, atol=1e-4 * np.abs(w).max())
 
 
 # ---------------------------------------------------------------------- the estimator

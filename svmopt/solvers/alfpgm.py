@@ -31,7 +31,9 @@ q_t = -y_t G_t (the paper's q_t(alpha)), one driver step is one working set B of
      iteration count grows with the condition number of Q_BB. (``svmopt.solvers.subproblems``.)
   3. alpha_B += d, G += Q_{:,B} d: one (|B|) x (|B|, n) product with the rows of B's points, which
      come from the bounded row cache (a miss computes its rows as one matrix product per chunk;
-     epsilon-SVR's alpha_i and alpha*_i share point i's row, as in LIBSVM's SVR_Q).
+     epsilon-SVR's alpha_i and alpha*_i share point i's row, as in LIBSVM's SVR_Q). The linear kernel
+     (kernel=None) keeps w = X^T beta instead (LIBLINEAR's way): w += X_B^T (y_B d), G = y X w + p,
+     two passes over X and no kernel rows (no cache).
 
 Stop (``check``): LIBSVM's m(alpha) - M(alpha) <= viol_tol with m = max_{I_up} q, M = min_{I_low} q
 (viol_tol = 1e-3 like LIBSVM's -e); no decrease in ``patience`` steps -> STALLED. The driver then
@@ -91,6 +93,7 @@ class ALFPGMState(NamedTuple):
     inner: Any
     viol_tol: Any  # tightened by the driver's certificate
     X: Any  # densified sparse X, else None
+    w: Any  # (d,) X^T beta for the linear kernel on working sets (kernel=None), else None
 
 
 __all__ = ["ALFPGM", "alfpgm", "calculate_rho", "subproblem_smo", "solve_subproblem", "project_hyperplane_box"]
@@ -228,10 +231,14 @@ class ALFPGM(Method):
         # a cond runs both branches); the one-class start is not 0
         active = warm | (dual.rhs != 0.0)
         beta = on_points(dual, dual.y * alpha)
+        w = None
         if self._whole(pb):
             K = kern(X, X).astype(dt)
             Kb = lax.fori_loop(0, active.astype(jnp.int32), lambda _, g: K @ beta, jnp.zeros_like(beta))
             cache = None
+        elif pb.kernel is None:  # the linear kernel: w = X^T beta, no kernel rows
+            w = pb.op.rmatvec(beta)
+            Kb, K, cache = pb.op.matvec(w), None, None
         else:  # in row blocks (never n x n)
             Kb = _kernel_matvec(kern, X, beta, self.col_block, 512, active)
             K, cache = None, init_cache(S, n, dt)
@@ -243,7 +250,7 @@ class ALFPGM(Method):
                            viol=jnp.asarray(jnp.inf, dt), best=jnp.asarray(jnp.inf, dt),
                            since=jnp.asarray(0, jnp.int32), inner=jnp.zeros((), jnp.int32),
                            viol_tol=jnp.where(resume, aux["viol_tol"], jnp.asarray(self.viol_tol, dt)),
-                           X=None if pb.op.layout == "dense" else X)
+                           X=None if pb.op.layout == "dense" else X, w=w)
 
     # ------------------------------------------------------------------ one working set
     def step(self, pb: Problem, st: ALFPGMState) -> ALFPGMState:
@@ -267,8 +274,9 @@ class ALFPGM(Method):
         B, vB, m, M = _select(y, alpha, G, U, st.keep, st.keep_ok, ws)
         P = B % n if dual.split else B  # the points of B
         first = _first_of_point(P, vB) if dual.split else None  # alpha_i and alpha*_i share a row
-        KB, cache = fetch(st.cache, P, vB if first is None else vB & (first == jnp.arange(ws)), rows,
-                          self._chunk(ws))  # (ws, n): one lookup
+        if st.w is None:
+            KB, cache = fetch(st.cache, P, vB if first is None else vB & (first == jnp.arange(ws)), rows,
+                              self._chunk(ws))  # (ws, n): one lookup
         XB = X[P]
         KBB = kern(XB, XB).astype(dt)  # (ws, ws): a product; gathering KB's columns is slower on CPU
         yB, aB, cB, gB = y[B], alpha[B], U[B], G[B]
@@ -287,8 +295,12 @@ class ALFPGM(Method):
         coef = yB * dB
         if first is not None:  # each point's change on its first entry in B (the row fetched)
             coef = jnp.zeros_like(coef).at[first].add(coef)
-        G = G + y * _on_variables(dual, coef @ KB)
         h = ws // 2
+        if st.w is not None:  # G afresh from w (no drift)
+            w = st.w + coef @ XB
+            G = y * _on_variables(dual, pb.op.matvec(w)) + dual.p
+            return self._advance(dual, st._replace(w=w), alpha, G, steps, B[h:], vB[h:], None)
+        G = G + y * _on_variables(dual, coef @ KB)
         return self._advance(dual, st, alpha, G, steps, B[h:], vB[h:], cache)
 
     def _advance(self, dual: LibsvmDual, st, alpha, G, steps, keep, keep_ok, cache):
@@ -339,7 +351,11 @@ class ALFPGM(Method):
             w = pb.op.rmatvec(alpha * pb.y)
         else:  # kernel model: w lives in feature space; zero-length placeholder
             w = jnp.zeros((0,), pb.dtype)
-        if st.K is None:
+        if st.w is not None:  # no kernel rows
+            zero = jnp.zeros((), jnp.int32)
+            rows = dict(cache_hits=zero, cache_misses=zero, cache_rows=zero,
+                        working_set=jnp.asarray(2 * st.keep.shape[0]))
+        elif st.K is None:
             c = st.cache
             rows = dict(cache_hits=c.hits, cache_misses=c.misses, cache_rows=jnp.asarray(c.rows.shape[0]),
                         working_set=jnp.asarray(2 * st.keep.shape[0]))
