@@ -57,7 +57,7 @@ LIBLINEAR = {
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
                      "its compiled kernel"),
     21: LiblinearType(21, "ONECLASS_SVM", "one_class", "l2", "alfpgm", "svmopt.solve_oneclass: LIBSVM's dual by "
-                      "alfpgm with the linear kernel; -n nu"),
+                      "alfpgm (linear: w kept on working sets); -n nu"),
 }
 """LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead
