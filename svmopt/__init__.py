@@ -14,13 +14,15 @@ from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
 from . import estimators, hyper, model_io, multiclass, probability, ranking
 from .estimators import SVMClassifier
+from .estimators_oneclass import OneClassSVM
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability
 from .operators import as_operator
 from .sharding import ShardedOperator, shard_rows
-from .result import Result, SolverError, Status
+from .result import OneClassResult, RegressionResult, Result, SolverError, Status
 from .solve import solve
+from .oneclass import solve_oneclass
 from .path import path
 from .driver import compile_count
 
@@ -44,6 +46,7 @@ def __getattr__(name):
 
 __all__ = [
     "solve",
+    "solve_oneclass",
     "path",
     "compile_count",
     "enable_compilation_cache",
@@ -51,10 +54,13 @@ __all__ = [
     "solve_multiclass",
     "MulticlassResult",
     "SVMClassifier",
+    "OneClassSVM",
     "save_model",
     "load_model",
     "ModelFileError",
     "Result",
+    "RegressionResult",
+    "OneClassResult",
     "Status",
     "ConvergenceWarning",
     "SolverError",

@@ -82,7 +82,7 @@ def result(plan: Plan, outcome: Outcome, cls=Result, **fields) -> Result:
             res.extras["stages"] = outcome.stages
             if outcome.handed:
                 res.extras["handover"] = outcome.handed
-    if plan.pb.kernel is not None and plan.task in ("binary", "ovr"):
+    if plan.pb.kernel is not None and plan.task in ("binary", "ovr", "regression", "oneclass"):
         _support_vectors(res, plan)
     return res
 
@@ -96,7 +96,7 @@ def _support_vectors(res: Result, plan: Plan):
         sv = np.flatnonzero(np.any(alpha > 0, axis=0))
         res.dual_coef = alpha[:, sv] * Y[:, sv]
     else:
-        sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM) counts too
+        sv = np.flatnonzero(alpha != 0)  # signed alpha (LS-SVM, epsilon-SVR's alpha - alpha*) counts too
         res.dual_coef = alpha[sv] * np.asarray(plan.pb.y)[sv]
     res.kernel = plan.kernel
     res.support_vectors = X[sv] if X is not None and not is_operator(X) else None

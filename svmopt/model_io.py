@@ -22,10 +22,13 @@ columns K(test, train) has); its kernel parameter is that n.
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
 reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
+Regression models (kind "regression", a ``RegressionResult``: predict is the decision value) and
+one-class models (kind "oneclass", a ``OneClassResult``: predict is +1 / -1, b = -rho) have the
+binary model's arrays without classes.
 
 Header (JSON object), format version 1:
 
-  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo",
+  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo" | "regression" | "oneclass",
   model "linear" | "kernel", n_features, method, loss (its repr, e.g. "lp_hinge(p=1.5)"),
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
@@ -66,7 +69,7 @@ import scipy.sparse as sp
 from .io.archive import FORMAT, ModelFileError, check_members, check_size, digest as _digest, \
     least_data_bytes, open_archive, scan, small_member
 from .io.archive import hasher as _hasher, tag as _tag  # noqa: F401 - forging tests use model_io's names
-from .result import Result, Status
+from .result import OneClassResult, RegressionResult, Result, Status
 
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
 
@@ -106,6 +109,15 @@ def _kernel_spec(kernel):
         raise ValueError(f"cannot save a custom kernel ({kernel!r}): only {sorted(shipped)} are known to "
                          "load_model; save support_vectors and dual_coef yourself")
     return {"name": kernel.name, "params": {k: np.asarray(v).item() for k, v in kernel.params.items()}}
+
+
+_KINDS_OF_MODEL = ("binary", "ovr", "ovo", "regression", "oneclass")
+
+
+def _single_kind(model) -> str:
+    """The kind of a model that is one problem: a regression, a one-class SVM or a binary classifier."""
+    return "oneclass" if isinstance(model, OneClassResult) else "regression" if isinstance(model, RegressionResult) \
+        else "binary"
 
 
 def _json_param(v):
@@ -170,7 +182,8 @@ def save_model(model, path, *, key=None) -> Path:
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
-        "kind": "ovo" if ovo else "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
+        "kind": "ovo" if ovo else "ovr" if ovr else _single_kind(model),
+        "model": "linear" if kernel is None else "kernel",
         "n_features": int(n_features), "method": model.method, "loss": model.loss,
         "reg": None if estimator is None else estimator.get("reg"),
         "C": _json_param(model.C), "intercept_scaling": _json_param(model.intercept_scaling),
@@ -349,8 +362,8 @@ def _check_header(path, h: dict) -> dict:
     for k in ("svmopt_version", "method", "loss"):
         if type(h[k]) is not str:
             raise bad(f"{k} {h[k]!r} is not a string")
-    if h["kind"] not in ("binary", "ovr", "ovo"):
-        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr' or 'ovo'")
+    if h["kind"] not in _KINDS_OF_MODEL:
+        raise bad(f"kind {h['kind']!r} is not one of {', '.join(map(repr, _KINDS_OF_MODEL))}")
     if h["model"] not in ("linear", "kernel"):
         raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
     if h["kind"] == "ovo" and h["model"] != "kernel":
@@ -438,7 +451,7 @@ def _check_model(path, h, a) -> dict:
         need |= {"sv", "dual_coef"}
     else:
         need |= {"sv_data", "sv_indices", "sv_indptr", "dual_coef"}
-    allowed = need | {"classes", "prob_A", "prob_B"}
+    allowed = need | ({"classes", "prob_A", "prob_B"} if h["kind"] in ("binary", "ovr", "ovo") else set())
     if not need <= set(a) <= allowed or ("prob_A" in a) != ("prob_B" in a):
         raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}"
                   + (" (prob_A and prob_B go together)" if ("prob_A" in a) != ("prob_B" in a) else ""))
@@ -515,7 +528,7 @@ def _to_result(path, header, a):
     elif multi:
         from .multiclass import MulticlassResult as cls
     else:
-        cls = Result
+        cls = {"regression": RegressionResult, "oneclass": OneClassResult}.get(header["kind"], Result)
     extras = {"header": header}
     if "prob_A" in a:
         from .probability import Platt

@@ -39,7 +39,8 @@ from .result import Result
 from .solvers.auto import Auto, auto
 from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
 
-__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "one_vs_one", "ordinal", "traced",
+__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "one_vs_one", "oneclass",
+           "ordinal", "traced",
            "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
 
 
@@ -64,7 +65,7 @@ class Plan:
     batch: str = "auto"
     traced: bool = False
     X: Any = None  # the rows a kernel model keeps as support vectors (kernel_input)
-    task: str = "binary"  # binary | grid | ovr | ovo | ordinal
+    task: str = "binary"  # binary | grid | ovr | ovo | ordinal | regression | oneclass
     extra: dict = dataclasses.field(default_factory=dict)  # what a task's finish needs (pairs, Y, ...)
     model_kernel: Any = None  # the kernel the model predicts with, where it differs from pb.kernel
 
@@ -124,10 +125,13 @@ def check_run_args(*, history=False, record_every=1, verbose=False, throw=False,
 def targets(y, n: int, task: str):
     """(coded targets, classes): task "binary" -> (n,) in {-1, +1}, the larger label +1; "ovr" ->
     (K, n), row k "class k against the rest"; "ordinal" -> (n,) rank codes 0..R-1; "regression" ->
-    (n,) ones and the real targets in place of classes (the loss is bound to them)."""
+    (n,) ones and the real targets in place of classes (the loss is bound to them); "oneclass" -> (n,)
+    ones and no classes."""
     if task == "regression":  # real targets: every row has y = 1, the loss measures the score against t
         t = check_targets(y, n)
         return np.ones(n), t
+    if task == "oneclass":  # no targets: every row has y = 1
+        return np.ones(n), None
     if task == "ordinal":
         ranks = np.asarray(y)
         if ranks.ndim != 1:
@@ -197,17 +201,19 @@ def build_problem(op, y, s, C, loss, reg, fit_intercept, dt) -> Problem:
                    loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
 
 
-def _pieces(loss, reg):
+def _pieces(loss, reg, task="binary"):
     if not isinstance(loss, Loss):
         raise TypeError(f"loss must be an svmopt Loss (e.g. svmopt.losses.hinge), got {loss!r:.60}; "
                         "wrap a plain function with svmopt.losses.from_function")
     if not isinstance(reg, Regularizer):
         raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r:.60}")
+    if loss.has_dual and loss.dual.rhs != 0.0 and task != "oneclass":  # its problem has a term in b alone
+        raise ValueError(f"loss {loss!r} is the one-class SVM's; train it with svmopt.solve_oneclass")
 
 
 def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype, layout, bucket):
     """(Problem with the first problem's targets, all targets, classes, C array, n): validated."""
-    _pieces(loss, reg)
+    _pieces(loss, reg, task)
     if sharding.is_sharded(X):  # rows spread over devices: checked and coded where they live
         return _sharded_data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                              intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
@@ -542,6 +548,32 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
                 labels=tuple(f"{label_name(classes[i])}/{label_name(classes[j])}" for i, j in pairs), n=n,
                 classes=classes, C=float(C_arr), devices=devices, batch=batch, X=keep, task="ovo",
                 extra=dict(pairs=pairs, rows=rows, Ys=Ys), model_kernel=model_kernel)
+
+
+def oneclass(X, *, nu, method, kernel=None, sample_weight=None, max_iter=None, dtype=None, layout="auto") -> Plan:
+    """The one-class SVM (SPEC section 7, LIBSVM -s 2): the rows of X with y = 1, the loss ``one_class`` and
+    C = 1/(nu sum_i s_i), by a method that solves LIBSVM's dual (auto: alfpgm)."""
+    from .losses import one_class
+    from .regularizers import l2
+    from .solvers.alfpgm import alfpgm
+
+    nu = check_number(nu, "nu", low=0.0, high=1.0, high_open=False)
+    if isinstance(method, Auto):
+        method = alfpgm(tol=method.tol)
+    elif not getattr(method, "solves_libsvm_dual", False):
+        raise ValueError(f"method {method.name} does not solve LIBSVM's dual with sum alpha = 1; the one-class SVM "
+                         "takes method=alfpgm (or 'auto')")
+    X, keep, kernel, model_kernel = kernel_input(X, kernel)
+    n = as_matrix(X).shape[0]
+    s = check_weights(sample_weight, n)
+    C = 1.0 / (float(nu) * float(np.sum(s)))
+    pb, _, _, _, n = _data(X, None, "oneclass", loss=one_class, reg=l2, C=C, fit_intercept=True, intercept_scaling=None,
+                           sample_weight=s, dtype=dtype, layout=layout, bucket=False)
+    pb, cap = bind(pb, method, kernel, max_iter)
+    method = method.canonical(pb.dtype)
+    return Plan(pb, method, make_start(None, method, pb), cap, labels=("",), n=n, C=C,
+                X=keep if kernel is not None else None, model_kernel=model_kernel, task="oneclass",
+                extra=dict(nu=float(nu), scale=float(nu) * float(np.sum(s))))
 
 
 def ordinal(X, ranks, *, method, C=1.0, max_iter=None, dtype=None, layout="auto", binary_labels=False) -> Plan:

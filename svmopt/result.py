@@ -14,7 +14,8 @@ import jax
 
 from .problem import relative_gap
 
-__all__ = ["Status", "Result", "RegressionResult", "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
+__all__ = ["Status", "Result", "RegressionResult", "OneClassResult",
+           "ConvergenceWarning", "SolverError", "warn_convergence", "warning_category",
            "public_convergence_warning"]
 
 
@@ -225,3 +226,34 @@ class RegressionResult(Result):
 
     def __repr__(self) -> str:
         return "Regression" + super().__repr__()
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclass(repr=False)
+class OneClassResult(Result):
+    """A one-class SVM (``svmopt.solve_oneclass``; SPEC section 7): ``decision_function(X)`` is
+    w.phi(x) - rho (b = -rho), ``predict`` +1 where it is > 0 (inside the estimated support), else -1.
+
+    The numbers are in SPEC section 7's scale (sum alpha = 1); ``scale`` = nu sum_i s_i (nu n without
+    weights) turns them into LIBSVM's (``-s 2``, scikit-learn's OneClassSVM): alpha, rho and the decision
+    values there are ``scale`` times these.
+    """
+
+    nu: Any = None
+    scale: Any = None
+
+    @property
+    def rho(self):
+        """The offset rho = -b."""
+        return -np.asarray(self.b)
+
+    def score_samples(self, X):
+        """w.phi(x) (the decision function plus rho)."""
+        return np.asarray(self.decision_function(X)) + self.rho
+
+    def predict(self, X):
+        """+1 (inlier) or -1 (outlier) per row, as integers."""
+        return np.asarray(super().predict(X), dtype=np.intp)
+
+    def __repr__(self) -> str:
+        return "OneClass" + super().__repr__()

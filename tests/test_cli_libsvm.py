@@ -78,7 +78,7 @@ def test_kernel_types_as_libsvm(digits, capsys):
     assert float(load_model(d / "m").kernel.params["gamma"]) == 0.25
     capsys.readouterr()
     for bad, msg in ((["-t", "5"], "unknown kernel type -t 5"), (["-t", "2", "--kernel", "rbf"], "give one"),
-                     (["-s", "1", "-t", "2"], "-s picks a linear"), (["-b", "1", "--model-format", "liblinear"],
+                     (["-s", "1", "-t", "2"], "nu-SVC is not in svmopt"), (["-b", "1", "--model-format", "liblinear"],
                                                                        "no probability estimates")):
         assert train_main(["-q", *bad, str(d / "train"), str(d / "m")]) == 1
         assert msg in capsys.readouterr().err

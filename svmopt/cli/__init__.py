@@ -9,8 +9,10 @@ LIBLINEAR's options mean what they mean there:
             0 L2R_LR and 2 L2R_L2LOSS_SVC run ``svmopt.solvers.newton`` (primal Newton) when
             it is installed; 1 and 3 run ``dual_cd`` (LIBLINEAR's dual coordinate descent);
             5 and 6 (l1-regularized) run ``newglmnet`` (LIBLINEAR's -s 6 algorithm; ``alm``
-            where its compiled kernel is not built). Types svmopt lacks
-            (4, 7, 11-13, 21) stop with an error naming what solves that problem here.
+            where its compiled kernel is not built); 21 (ONECLASS_SVM, -n nu) runs
+            ``svmopt.solve_oneclass``. Types svmopt lacks (4, 7, 11-13) stop with an
+            error naming what solves that problem here. With --kernel, -s is LIBSVM's
+            svm type: 0 C-SVC, 2 one-class (-n nu), 3 epsilon-SVR (-p epsilon).
             With -s the intercept follows LIBLINEAR: none unless -B.
   -c cost   C (default 1)
   -e eps    stopping tolerance: for dual_cd (-s 1, -s 3) LIBLINEAR's own rule

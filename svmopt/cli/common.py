@@ -11,7 +11,7 @@ import numpy as np
 from ..io import LibsvmFormatError
 from ..result import SolverError
 
-__all__ = ["Usage", "parser", "run", "check_writable", "label", "COMPRESSED"]
+__all__ = ["Usage", "parser", "run", "check_writable", "label", "regression_scores", "COMPRESSED"]
 
 COMPRESSED = (".xz", ".lzma", ".bz2", ".gz")
 """File name endings the LIBSVM reader decompresses."""
@@ -72,3 +72,14 @@ def label(v) -> str:
     if isinstance(v, (float, np.floating)):
         return str(int(v)) if float(v).is_integer() else "%.17g" % v
     return str(v)
+
+
+def regression_scores(t, f) -> tuple[float, float]:
+    """LIBSVM's regression report: (mean squared error, squared correlation coefficient) of predictions f
+    against targets t."""
+    t, f = np.asarray(t, np.float64), np.asarray(f, np.float64)
+    n = max(t.size, 1)
+    mse = float(np.sum((f - t) ** 2)) / n
+    sv, sy = f.sum(), t.sum()
+    den = (n * (f @ f) - sv * sv) * (n * (t @ t) - sy * sy)
+    return mse, float((n * (f @ t) - sv * sy) ** 2 / den) if den > 0 else float("nan")

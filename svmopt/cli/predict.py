@@ -14,7 +14,8 @@ import numpy as np
 from ..io import is_liblinear_model, load_liblinear_model, load_svmlight
 from ..model_io import load_model
 from ..probability import predict_proba
-from .common import check_writable, label, parser, run
+from ..result import RegressionResult
+from .common import check_writable, label, parser, regression_scores, run
 from .kernel_options import gram_rows_of_file
 
 __all__ = ["predict_main"]
@@ -73,7 +74,11 @@ def _predict(argv) -> int:
         lines = [label(v) for v in pred]
     with open(args.output_file, "w") as f:
         f.write("".join(line + "\n" for line in lines))
-    if not args.quiet:
+    if not args.quiet and isinstance(model, RegressionResult):  # LIBSVM's svm-predict lines
+        mse, scc = regression_scores(y, pred)
+        print(f"Mean squared error = {mse:g} (regression)\nSquared correlation coefficient = {scc:g} (regression)",
+              flush=True)
+    elif not args.quiet:
         correct = int(np.sum(pred == y))
         print("Accuracy = %g%% (%d/%d)" % (100.0 * correct / max(len(y), 1), correct, len(y)), flush=True)
     return 0

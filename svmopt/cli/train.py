@@ -17,12 +17,15 @@ import jax
 from ..resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
+from ..losses import epsilon_insensitive
 from ..model_io import save_model
 from ..multiclass import solve_multiclass
+from ..oneclass import solve_oneclass
 from ..path import path as solve_path
 from ..result import Status
 from ..solve import solve
-from .common import COMPRESSED, Usage, check_writable, label, parser, run
+from . import family
+from .common import COMPRESSED, Usage, check_writable, label, parser, regression_scores, run
 from .kernel_options import add_kernel_options, fit_probability, gamma_value, gram_rows_of_file, kernel_choice
 
 __all__ = ["train_main", "LIBLINEAR"]
@@ -54,6 +57,8 @@ LIBLINEAR = {
                      "newglmnet, or alm without its compiled kernel; LIBLINEAR uses primal coordinate descent"),
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
                      "its compiled kernel"),
+    21: LiblinearType(21, "ONECLASS_SVM", "one_class", "l2", "alfpgm", "svmopt.solve_oneclass: LIBSVM's dual by "
+                      "alfpgm (linear: w kept on working sets); -n nu"),
 }
 """LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead
@@ -65,7 +70,6 @@ _MISSING = {
     11: "support vector regression is not in svmopt (it trains classifiers)",
     12: "support vector regression is not in svmopt (it trains classifiers)",
     13: "support vector regression is not in svmopt (it trains classifiers)",
-    21: "the one-class SVM is not in svmopt",
 }
 _NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
                         2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
@@ -75,6 +79,7 @@ def _solver_help():
     lines = [f"  {k:2d} {t.name:<20} {t.loss}, {t.reg}: {t.method} ({t.note})" for k, t in LIBLINEAR.items()]
     lines += [f"  {k:2d} {SOLVER_TYPES[k]:<20} not in svmopt" for k in _MISSING]
     return ("LIBLINEAR solver types (-s):\n" + "\n".join(lines)
+            + "\n\n" + family.help_line()
             + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i.")
 
 
@@ -97,6 +102,7 @@ def _train_parser():
     g.add_argument("-v", dest="folds", type=int, default=None, metavar="n", help="n-fold cross validation")
     g.add_argument("-C", dest="find_C", action="store_true", help="find the best C by cross validation")
     g.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
+    family.add_options(g)
     o = p.add_argument_group("svmopt's options")
     o.add_argument("--loss", default=None,
                    help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge)")
@@ -157,6 +163,8 @@ class _Plan:
     intercept: str
     liblinear_type: LiblinearType | None
     reg_name: str
+    task: str = "classify"  # classify | oneclass (-s 21, LIBSVM -s 2) | regression (LIBSVM -s 3)
+    nu: float = 0.5
 
 
 def _method_named(name, s=None):
@@ -168,6 +176,16 @@ def _method_named(name, s=None):
 
 def _plan(args) -> _Plan:
     lt = None
+    task = family.task_of(args)
+    if task == "oneclass":
+        return _Plan("one_class", "l2", None, family.oneclass_options(args), "offset rho",
+                     None if family.libsvm(args) else LIBLINEAR[21], "l2", task=task, nu=family.nu_of(args))
+    if family.libsvm(args) and args.solver_type is not None:  # LIBSVM's -s 0 / -s 3: the kernel path's options
+        plan = _plan(family.without_type(args))
+        if task == "classify":
+            return plan
+        loss = epsilon_insensitive(family.epsilon_of(args))
+        return dataclasses.replace(plan, loss=loss, kw=dict(plan.kw, loss=loss), task=task)
     if args.solver_type is not None:
         s = args.solver_type
         if s in _MISSING:
@@ -179,8 +197,6 @@ def _plan(args) -> _Plan:
         if clash:
             raise ValueError(f"-s {s} sets the loss, the regularizer and the method; drop {', '.join(clash)} "
                              "or drop -s")
-        if args.kernel or args.kernel_type is not None:
-            raise ValueError("-s picks a linear LIBLINEAR solver; a kernel SVM takes -t or --kernel without -s")
         lt = LIBLINEAR[s]
         loss, reg_name, method = resolve_loss(lt.loss), lt.reg, _method_named(lt.method, s)
     else:
@@ -281,12 +297,19 @@ def _train(argv) -> int:
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     plan = _plan(args)
+    args.task, args.nu = plan.task, plan.nu
     devices = _devices(args.devices)
     args.kernel_name, kernel_model = kernel_choice(args)
     if kernel_model and args.model_format == "liblinear":
         raise ValueError("a kernel model has no LIBLINEAR form; use --model-format svmopt")
     if args.probability and args.model_format == "liblinear":
         raise ValueError("-b 1: LIBLINEAR's model format has no probability estimates; use --model-format svmopt")
+    if args.probability and plan.task != "classify":
+        raise ValueError(f"-b 1: probability estimates are for classifiers, not a "
+                         f"{'one-class' if plan.task == 'oneclass' else 'regression'} model")
+    if plan.task != "classify" and (args.model_format == "liblinear" or args.find_C):
+        what = "-C searches C for classifiers" if args.find_C else "the liblinear model format is for classifiers"
+        raise ValueError(f"{what}; a {'one-class' if plan.task == 'oneclass' else 'regression'} model takes neither")
     model_file = None
     if args.folds is None and not args.find_C:
         model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
@@ -302,7 +325,7 @@ def _train(argv) -> int:
         f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
     if gram:  # LIBSVM's -t 4 rows: 0:serial, then the kernel values
         X = gram_rows_of_file(X)
-    if classes.size < 2:
+    if classes.size < 2 and plan.task == "classify":
         raise ValueError(f"the data has only one class ({label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
         raise ValueError("-C searches C on linear paths; with a kernel, use -v n for each C")
@@ -310,7 +333,8 @@ def _train(argv) -> int:
     if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
     what = (f"LIBLINEAR -s {plan.liblinear_type.number} ({plan.liblinear_type.name}): " if plan.liblinear_type
-            else "") + f"loss {plan.loss!r}, reg {plan.reg_name}, C={kw['C']:g}, {plan.intercept}, {args.dtype}"
+            else "") + (f"one-class SVM, nu={plan.nu:g}, {args.dtype}" if plan.task == "oneclass" else
+                        f"loss {plan.loss!r}, reg {plan.reg_name}, C={kw['C']:g}, {plan.intercept}, {args.dtype}")
 
     if args.find_C:
         return _find_C(args, X, y, classes, kw, what, say)
@@ -333,9 +357,20 @@ def _train(argv) -> int:
 
 
 def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=True):
-    """One training run on (X, y): binary solve, one-vs-rest, or a kernel model."""
+    """One training run on (X, y): binary solve, one-vs-rest, a kernel model, a one-class SVM, a regression."""
+    if args.task == "oneclass":
+        kernel = _kernel_of(args, X) if kernel_model else None
+        if announce:
+            say(f"training a one-class SVM: nu={args.nu:g}, {'linear' if kernel is None else repr(kernel)}, "
+                f"{args.dtype}; labels are ignored")
+        kw = {k: v for k, v in kw.items() if k in family.ONECLASS_KW}
+        return solve_oneclass(X, nu=args.nu, kernel=kernel, **kw), False
     if kernel_model:
         return _fit_kernel(args, X, y, classes, kw, devices, say, announce)
+    if args.task == "regression":
+        if announce:
+            say(f"training a regression: {what}")
+        return solve(X, y, **kw), False
     ovr = classes.size > 2
     if announce:
         say(f"training {what}"
@@ -346,10 +381,20 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
     return solve(X, y, **kw), False
 
 
+def _kernel_of(args, X):
+    return resolve_kernel(args.kernel_name, X, gamma=gamma_value(args), degree=args.degree, coef0=args.coef0)
+
+
 def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
-    """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes."""
-    kernel = resolve_kernel(args.kernel_name, X, gamma=gamma_value(args), degree=args.degree, coef0=args.coef0)
+    """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes; epsilon-SVR (LIBSVM -s 3)."""
+    kernel = _kernel_of(args, X)
+    loss = kw["loss"]
     kw = _kernel_kw(kw)
+    if args.task == "regression":
+        if announce:
+            say(f"training epsilon-SVR: {kernel!r}, {loss!r}, C={kw['C']:g}, method "
+                f"{kw['method'].name if 'method' in kw else 'auto (alfpgm)'}")
+        return solve(X, y, kernel=kernel, loss=loss, **kw), False
     if announce:
         name = kw["method"].name if "method" in kw else "auto (alfpgm for the hinge)"
         say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {name}"
@@ -470,11 +515,17 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
                           kernel_model, say, announce=False)
         _warn(caught, args.quiet)
         pred[test] = res.predict(Xte)
-        acc = 100.0 * np.mean(pred[test] == y[test])
-        say(f"fold {i + 1}/{k}: {len(rows)} training rows, accuracy on {len(test)} held out {acc:.4g}% "
-            f"({time.perf_counter() - ti:.2f} s)")
+        score = (f"mean squared error on {len(test)} held out {regression_scores(y[test], pred[test])[0]:.6g}"
+                 if args.task == "regression" else
+                 f"accuracy on {len(test)} held out {100.0 * np.mean(pred[test] == y[test]):.4g}%")
+        say(f"fold {i + 1}/{k}: {len(rows)} training rows, {score} ({time.perf_counter() - ti:.2f} s)")
     say(f"cross validation done in {time.perf_counter() - t0:.2f} s")
-    # LIBLINEAR's line, printed even with -q (it is the result)
+    # LIBLINEAR's (LIBSVM's) lines, printed even with -q (they are the result)
+    if args.task == "regression":
+        mse, scc = regression_scores(y, pred)
+        print(f"Cross Validation Mean squared error = {mse:g}\nCross Validation Squared correlation coefficient = "
+              f"{scc:g}", flush=True)
+        return 0
     print("Cross Validation Accuracy = %g%%" % (100.0 * np.mean(pred == y)), flush=True)
     return 0
 

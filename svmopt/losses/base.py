@@ -39,7 +39,9 @@ class DualDescription:
     dual is "box plus diagonal" (LIBLINEAR's U and D): U_i = upper * C s_i and
     D_ii = 2 quad / (C s_i).  ``quad`` is None when the conjugate is not of that form; ``linear``
     (per sample, default 1) and ``l1`` (default 0) are the regression losses' target and epsilon
-    (LIBLINEAR's SVR duals: lin = t_i, l1 = epsilon).
+    (LIBLINEAR's SVR duals: lin = t_i, l1 = epsilon). ``rhs`` is the right-hand side of the
+    intercept's dual constraint y^T alpha = rhs: 0 for the losses of Section 1; the one-class SVM's
+    primal has the term rhs * b besides its loss (b = -rho, rhs = 1: SPEC section 7).
     """
 
     lower: float
@@ -48,6 +50,7 @@ class DualDescription:
     quad: Optional[Callable[[Any], Any]] = None  # params -> quad coefficient (may be per sample)
     linear: Optional[Callable[[Any], Any]] = None  # params -> the coefficient of a (per sample), None: 1
     l1: Optional[Callable[[Any], Any]] = None  # params -> the weight of |a|, None: 0
+    rhs: float = 0.0  # y^T alpha = rhs (static); the primal then has rhs * b
 
 
 @dataclass(frozen=True, eq=False)

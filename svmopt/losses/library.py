@@ -22,6 +22,7 @@ __all__ = [
     "epsilon_insensitive",
     "squared_epsilon_insensitive",
     "squared_error",
+    "one_class",
     "from_function",
 ]
 
@@ -299,6 +300,24 @@ def squared_epsilon_insensitive(epsilon: float = 0.0) -> Loss:
 squared_error = Loss(_SQ_EPS_INSENSITIVE, {"eps": jnp.asarray(0.0)})
 """(t - f)^2: least squares regression (ridge with R = l2; LS-SVM's regression face). The same family
 as ``squared_epsilon_insensitive`` with epsilon = 0."""
+
+
+# ---------------------------------------------------------------- one-class
+_ONE_CLASS = LossFamily(
+    name="one_class",
+    value=lambda p, m: _relu(-m),
+    derivative=lambda p, m: jnp.where(m < 0.0, -1.0, 0.0).astype(jnp.result_type(m)),
+    prox=lambda p, v, gamma: jnp.where(v >= 0.0, v, jnp.minimum(v + gamma, 0.0)),
+    smooth=False,
+    # -l*(-a) = 0 on [0, 1]; the primal's -rho = b makes the intercept's constraint sum alpha = 1
+    dual=DualDescription(lower=0.0, upper=1.0, dual_value=lambda p, a: jnp.zeros_like(a), quad=lambda p: 0.0,
+                         linear=lambda p: 0.0, rhs=1.0),
+)
+one_class = Loss(_ONE_CLASS, {})
+"""(-m)_+ with m = w.phi(x) - rho: the one-class SVM's loss (SPEC section 7; LIBSVM -s 2), whose problem
+also has the term -rho = b: minimize 1/2 ||w||^2 - rho + C sum_i s_i (rho - w.phi(x_i))_+ with
+C = 1/(nu sum_i s_i). Dual: 0 <= alpha_i <= C s_i, sum_i alpha_i = 1 (``DualDescription.rhs``). Solved by
+``svmopt.solve_oneclass``; ``svmopt.solve`` refuses it (its problems have no term in b alone)."""
 
 
 # ---------------------------------------------------------------- logistic

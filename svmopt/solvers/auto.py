@@ -9,7 +9,9 @@ Decision table (first match wins; "wide": more features than rows; "CPU": the me
 kernel is built, X unsharded):
 
   problem                                             method                    why
-  a kernel                                            alfpgm, else nesvm        kernel methods (alfpgm: hinge, l2, free intercept)
+  a kernel                                            alfpgm, else nesvm        kernel methods (alfpgm: LIBSVM's dual,
+                                                                                  hinge / epsilon_insensitive, l2,
+                                                                                  free intercept)
   twice-differentiable loss (Lp: p >= NEWTON_MIN_P),  newton                    a few Newton steps, matvecs only
     l2-type regularizer, rows >= features
   squared hinge, l2, no free intercept, wide, CPU     newton(warm="dual_cd",    LIBLINEAR's -s 1: dual CD passes,
@@ -104,7 +106,8 @@ class Auto:
         """(method, why) in the order of the decision table."""
         tol = dict(tol=self.tol)
         if pb.kernel is not None:
-            return [(alfpgm(**tol), "kernel: AL-FPGM decomposition (hinge, l2, free intercept)"),
+            return [(alfpgm(**tol), "kernel: AL-FPGM decomposition of LIBSVM's dual (C-SVC: hinge; epsilon-SVR: "
+                                    "epsilon_insensitive; l2, free intercept)"),
                     (nesvm(**tol), "kernel: NESVM (alfpgm does not take this problem)")]
         out = []
         # l2-type only: newton on smoothed l1 stalled in float32; on wide data Jacobi-scaled ALM was faster
