@@ -1,201 +1,17 @@
-"""scikit-learn compatible estimator on top of ``svmopt.solve`` / ``solve_multiclass``.
-
-    from svmopt.estimators import SVMClassifier
-    clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
-    clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
-
-scikit-learn is not a dependency: the class follows its conventions itself
-(``__init__`` stores parameters untouched, ``get_params`` / ``set_params`` read the
-``__init__`` signature, fitted attributes end in ``_``), so ``clone``, ``Pipeline``
-and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
-for its tags. Two labels give one binary problem (``coef_`` (1, d), as LinearSVC),
-more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models with more
-than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
-
-The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
-``resolve_kernel``) turn the names the command line and estimator take into svmopt
-objects; solvers are imported lazily by name from ``svmopt.solvers.<name>``.
-"""
+"""``SVMClassifier``: scikit-learn's classifier conventions on ``svmopt.solve`` / ``solve_multiclass``."""
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
 import math
-import pkgutil
-import sys
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
-from . import losses as _losses
-from . import regularizers as _regularizers
-from .kernels import Kernel
-from .losses import Loss
-from .multiclass import solve_multiclass
-from .regularizers import Regularizer
-from .solve import solve
-from .solvers import Auto, Method
+from ..multiclass import solve_multiclass
+from ..solve import solve
+from .base import Params, check_X, data_conversion_warning, not_fitted
+from .resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
 
-__all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
-           "resolve_kernel", "available_methods"]
-
-
-class NotFittedError(ValueError, AttributeError):
-    """predict / decision_function called before fit (same bases as sklearn's)."""
-
-
-def _not_fitted(msg):
-    """Our NotFittedError, also an instance of sklearn's when sklearn is in use."""
-    skl = sys.modules.get("sklearn.exceptions")
-    return NotFittedError(msg) if skl is None else _with_sklearn(skl.NotFittedError)(msg)
-
-
-@functools.lru_cache(maxsize=None)
-def _with_sklearn(skl_error):
-    return type("NotFittedError", (NotFittedError, skl_error), {"__module__": __name__})
-
-
-# --------------------------------------------------------------------------- resolvers
-
-_LOSS_NAMES = ("hinge", "squared_hinge", "least_squares", "logistic")
-_REG_NAMES = ("l2", "l1")
-
-
-def resolve_loss(loss) -> Loss:
-    """A Loss from itself, a name (hinge, squared_hinge, least_squares, logistic) or p >= 1.
-
-    A number (or numeric string) p is the Lp hinge (1 - m)_+^p; p = 1 and 2 give the
-    hinge and squared hinge.
-    """
-    if isinstance(loss, Loss):
-        return loss
-    if isinstance(loss, str):
-        name = loss.strip().lower()
-        if name in _LOSS_NAMES:
-            return getattr(_losses, name)
-        try:
-            loss = float(name)
-        except ValueError:
-            raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(_LOSS_NAMES)}, a number p >= 1 "
-                             "(Lp hinge) or an svmopt.losses.Loss") from None
-    if isinstance(loss, (int, float, np.integer, np.floating)) and not isinstance(loss, bool):
-        return _losses.lp_hinge(float(loss))
-    raise TypeError(f"loss must be a name, a number p >= 1 or an svmopt.losses.Loss, got {loss!r}")
-
-
-def resolve_reg(reg) -> Regularizer:
-    """A Regularizer from itself or a name (l2, l1); others (elastic_net(r), ...) as objects."""
-    if isinstance(reg, Regularizer):
-        return reg
-    if isinstance(reg, str) and reg.strip().lower() in _REG_NAMES:
-        return getattr(_regularizers, reg.strip().lower())
-    raise ValueError(f"unknown reg {reg!r}; use 'l2', 'l1' or an svmopt.regularizers.Regularizer")
-
-
-def available_methods() -> list[str]:
-    """Solver modules present in ``svmopt.solvers`` (whether or not they import)."""
-    from . import solvers
-
-    return sorted(m.name for m in pkgutil.iter_modules(solvers.__path__) if not m.name.startswith("_"))
-
-
-def resolve_method(method) -> Method:
-    """A Method from itself or its name: ``svmopt.solvers.<name>`` imported on demand.
-
-    Each solver module exposes a module-level instance of its own name (``alm.alm``).
-    """
-    if isinstance(method, (Method, Auto)):
-        return method
-    if not isinstance(method, str):
-        raise TypeError(f"method must be an svmopt solver or its name (e.g. 'alm'), got {method!r}")
-    name = method.strip().lower()
-    module = None
-    if name.isidentifier():
-        try:
-            module = importlib.import_module(f"svmopt.solvers.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"svmopt.solvers.{name}":
-                raise  # the solver exists but something it imports is missing: show that
-    found = getattr(module, name, None)
-    if not isinstance(found, (Method, Auto)):
-        raise ValueError(f"unknown method {method!r}; available methods: {', '.join(available_methods())}")
-    return found
-
-
-_KERNELS = ("linear", "rbf", "polynomial", "sigmoid")
-
-
-def resolve_kernel(kernel, X=None, *, gamma="scale", degree=3, coef0=0.0) -> Kernel | None:
-    """None (linear primal), a Kernel, or a name with sklearn's SVC parameters.
-
-    gamma: a number, "scale" = 1 / (d * var(X)) or "auto" = 1 / d (sklearn's SVC rules).
-    """
-    if kernel is None or isinstance(kernel, Kernel):
-        return kernel
-    from . import kernels
-
-    if not isinstance(kernel, str) or kernel.strip().lower() not in _KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; use one of {', '.join(_KERNELS)} or an svmopt.kernels.Kernel")
-    name = kernel.strip().lower()
-    if name == "linear":
-        return kernels.linear
-    if gamma == "scale" or gamma == "auto":
-        if X is None:
-            raise ValueError(f"gamma={gamma!r} needs the training data")
-        d = X.shape[1]
-        if gamma == "auto":
-            gamma = 1.0 / d
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else np.asarray(X, float).var()
-            if not np.isfinite(var):
-                raise ValueError("gamma='scale' is 1 / (n_features var(X)), and var(X) overflows: X holds values too "
-                                 "large to square; scale the features (e.g. to [0, 1]) or pass gamma as a number")
-            gamma = 1.0 / (d * var) if var > 0 else 1.0
-    try:
-        gamma = float(gamma)
-    except (TypeError, ValueError):
-        raise ValueError(f"gamma must be a number > 0, 'scale' or 'auto', got {gamma!r}") from None
-    if name == "rbf":
-        return kernels.rbf(gamma)
-    if name == "polynomial":
-        return kernels.polynomial(degree, gamma, coef0)
-    return kernels.sigmoid(gamma, coef0)
-
-
-# --------------------------------------------------------------------------- input checks
-
-
-def _check_X(X, n_features=None, who="SVMClassifier"):
-    """2-D float data: numpy (copied only when needed) or CSR; sklearn-style messages."""
-    if X is None:
-        raise ValueError(f"{who} needs data X, got None")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if X.dtype.kind not in "fiub":
-            raise ValueError(f"X must be numeric, got sparse dtype {X.dtype}")
-    else:
-        X = np.asarray(X)
-        if X.dtype.kind == "c":
-            raise ValueError("Complex data not supported; X must be real")
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2-D array X of shape (n_samples, n_features), got shape {X.shape}. "
-                             "Reshape your data with X.reshape(-1, 1) for a single feature or "
-                             "X.reshape(1, -1) for a single sample.")
-    if X.dtype.kind != "f":
-        X = X.astype(np.float64)  # ints, bools, numeric objects; a non-number raises TypeError here
-    if X.shape[0] == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
-    if X.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    data = X.data if sp.issparse(X) else X
-    if not np.all(np.isfinite(data)):
-        raise ValueError("Input X contains NaN or infinity")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but {who} is expecting {n_features} features as input")
-    return X
+__all__ = ["SVMClassifier"]
 
 
 def _check_y(y, n):
@@ -204,7 +20,7 @@ def _check_y(y, n):
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                      _data_conversion_warning(), stacklevel=3)
+                      data_conversion_warning(), stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
@@ -220,13 +36,6 @@ def _check_y(y, n):
         y = y.astype(str) if all(isinstance(v, str) for v in y) else y
     return y
 
-
-def _data_conversion_warning():
-    try:  # sklearn's class when sklearn is there, so its checks recognize it
-        from sklearn.exceptions import DataConversionWarning
-        return DataConversionWarning
-    except ImportError:
-        return UserWarning
 
 
 def _sample_weight(class_weight, sample_weight, y, classes, n):
@@ -248,62 +57,8 @@ def _sample_weight(class_weight, sample_weight, y, classes, n):
     raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {class_weight!r}")
 
 
-# --------------------------------------------------------------------------- the estimator
 
-
-class _Params:
-    """get_params / set_params / repr following scikit-learn's conventions (no sklearn needed)."""
-
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(p.name for p in sig.parameters.values()
-                      if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
-
-    def get_params(self, deep=True):
-        out = {}
-        for name in self._param_names():
-            value = getattr(self, name)
-            out[name] = value
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
-        return out
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        nested = {}
-        for key, value in params.items():
-            name, sep, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for estimator {type(self).__name__}. "
-                                 f"Valid parameters are: {valid!r}.")
-            if sep:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-        for name, sub in nested.items():
-            getattr(self, name).set_params(**sub)
-        return self
-
-    def __repr__(self):
-        sig = inspect.signature(type(self).__init__)
-        changed = []
-        for name in self._param_names():
-            default, value = sig.parameters[name].default, getattr(self, name)
-            same = value is default or (type(value) is type(default) and _safe_eq(value, default))
-            if not same:
-                changed.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-
-def _safe_eq(a, b):
-    try:
-        return bool(a == b)
-    except Exception:  # arrays and the like: treat as changed
-        return False
-
-
-class SVMClassifier(_Params):
+class SVMClassifier(Params):
     """Linear (or kernel) SVM classifier: the Section-1 problem solved by an svmopt method.
 
     Parameters
@@ -386,7 +141,7 @@ class SVMClassifier(_Params):
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse and y (n,) with >= 2 labels of any kind."""
-        X = _check_X(X)
+        X = check_X(X)
         y = _check_y(y, X.shape[0])
         classes = np.unique(y)
         if classes.size < 2:
@@ -432,7 +187,7 @@ class SVMClassifier(_Params):
 
     def _fitted(self):
         if not hasattr(self, "result_"):
-            raise _not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
+            raise not_fitted(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first")
         return self.result_
 
     def decision_function(self, X):
@@ -442,7 +197,7 @@ class SVMClassifier(_Params):
         values squashed into (-1/3, 1/3) (so the largest score is the class with most votes, ties
         going to the more confident; scikit-learn's rule); with "ovo" the (n, P) pairwise values."""
         res = self._fitted()
-        f = res.decision_function(_check_X(X, self.n_features_in_))
+        f = res.decision_function(check_X(X, self.n_features_in_))
         pairs = getattr(res, "pairs", None)
         if pairs is None or self.decision_function_shape == "ovo":
             return f
@@ -458,7 +213,7 @@ class SVMClassifier(_Params):
 
     def predict(self, X):
         res = self._fitted()
-        return res.predict(_check_X(X, self.n_features_in_))
+        return res.predict(check_X(X, self.n_features_in_))
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy (weighted by sample_weight if given)."""

@@ -1,0 +1,24 @@
+"""scikit-learn compatible estimators on top of ``svmopt.solve`` / ``solve_multiclass``.
+
+    from svmopt.estimators import SVMClassifier, SVMRegressor
+    clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
+    clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
+
+scikit-learn is not a dependency: the classes follow its conventions themselves
+(``__init__`` stores parameters untouched, ``get_params`` / ``set_params`` read the
+``__init__`` signature, fitted attributes end in ``_``), so ``clone``, ``Pipeline``
+and ``GridSearchCV`` accept them, and they import sklearn only when sklearn asks
+for their tags. ``SVMClassifier``: two labels give one binary problem (``coef_`` (1, d),
+as LinearSVC), more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models
+with more than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
+
+The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
+``resolve_kernel``) turn the names the command line and estimators take into svmopt
+objects; solvers are imported lazily by name from ``svmopt.solvers.<name>``.
+"""
+from .base import NotFittedError
+from .classifier import SVMClassifier
+from .resolvers import available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
+
+__all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
+           "resolve_kernel", "available_methods"]
