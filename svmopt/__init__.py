@@ -13,7 +13,7 @@ from ._cache import disable_compilation_cache, enable_compilation_cache
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
 from . import estimators, hyper, model_io, multiclass, ranking
-from .estimators import SVMClassifier
+from .estimators import SVMClassifier, SVMRegressor
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability

@@ -3,6 +3,8 @@
     from svmopt.estimators import SVMClassifier, SVMRegressor
     clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
     clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
+    reg = SVMRegressor(epsilon=0.1, C=10.0).fit(X, t)      # t real
+    reg.predict(X), reg.score(X, t), reg.coef_, reg.intercept_
 
 scikit-learn is not a dependency: the classes follow its conventions themselves
 (``__init__`` stores parameters untouched, ``get_params`` / ``set_params`` read the
@@ -10,7 +12,9 @@ scikit-learn is not a dependency: the classes follow its conventions themselves
 and ``GridSearchCV`` accept them, and they import sklearn only when sklearn asks
 for their tags. ``SVMClassifier``: two labels give one binary problem (``coef_`` (1, d),
 as LinearSVC), more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models
-with more than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
+with more than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM). ``SVMRegressor``:
+linear support vector regression with scikit-learn's ``LinearSVR`` parameters and shapes
+(``coef_`` (d,), ``score`` R^2).
 
 The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
 ``resolve_kernel``) turn the names the command line and estimators take into svmopt
@@ -18,7 +22,8 @@ objects; solvers are imported lazily by name from ``svmopt.solvers.<name>``.
 """
 from .base import NotFittedError
 from .classifier import SVMClassifier
-from .resolvers import available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from .regressor import SVMRegressor
+from .resolvers import REGRESSION_LOSSES, available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 
-__all__ = ["SVMClassifier", "NotFittedError", "resolve_loss", "resolve_reg", "resolve_method",
+__all__ = ["SVMClassifier", "SVMRegressor", "NotFittedError", "REGRESSION_LOSSES", "resolve_loss", "resolve_reg", "resolve_method",
            "resolve_kernel", "available_methods"]
