@@ -25,5 +25,5 @@ from .classifier import SVMClassifier
 from .regressor import SVMRegressor
 from .resolvers import REGRESSION_LOSSES, available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 
-__all__ = ["SVMClassifier", "SVMRegressor", "NotFittedError", "REGRESSION_LOSSES", "resolve_loss", "resolve_reg", "resolve_method",
-           "resolve_kernel", "available_methods"]
+__all__ = ["SVMClassifier", "SVMRegressor", "NotFittedError", "REGRESSION_LOSSES", "resolve_loss", "resolve_reg",
+           "resolve_method", "resolve_kernel", "available_methods"]
