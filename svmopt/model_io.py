@@ -5,9 +5,9 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
 
   header     uint8   UTF-8 JSON, see below
   checksum   uint8   ASCII hex SHA-256 (or HMAC-SHA256 with a key) of the payload
-  w          float   (d,) binary / (K, d) one-vs-rest         linear models
+  w          float   (d,) binary or regression / (K, d) one-vs-rest    linear models
   b          float   () / (K,) / (P,)
-  classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings
+  classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings; none in a regression
   sv         float   (n_sv, d) dense support vectors          kernel models, or
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
@@ -16,10 +16,12 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
 reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
+Regression models (kind "regression", ``RegressionResult``: a loss of the residual) have no classes
+and predict the decision value w.x + b (or the kernel expansion, for a kernel model).
 
 Header (JSON object), format version 1:
 
-  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo",
+  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo" | "regression",
   model "linear" | "kernel", n_features, method, loss (its repr, e.g. "lp_hinge(p=1.5)"),
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
@@ -60,7 +62,7 @@ import scipy.sparse as sp
 from .io.archive import FORMAT, ModelFileError, check_members, check_size, digest as _digest, \
     least_data_bytes, open_archive, scan, small_member
 from .io.archive import hasher as _hasher, tag as _tag  # noqa: F401 - forging tests use model_io's names
-from .result import Result, Status
+from .result import RegressionResult, Result, Status
 
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT", "VERSION", "MAX_BYTES"]
 
@@ -117,7 +119,7 @@ def save_model(model, path, *, key=None) -> Path:
     """Write a fitted model to ``path`` (any name; written atomically).
 
     model: a ``Result`` / ``MulticlassResult`` from ``solve`` / ``solve_multiclass``,
-    or a fitted ``SVMClassifier``. ``key`` (bytes or str) signs it with HMAC-SHA256.
+    or a fitted estimator (``SVMClassifier``, ``SVMRegressor``). ``key`` (bytes or str) signs it with HMAC-SHA256.
     Raises ``ValueError`` for a model that ``load_model`` would refuse.
     """
     estimator = None
@@ -127,7 +129,7 @@ def save_model(model, path, *, key=None) -> Path:
         estimator = {k: _json_param(v) for k, v in model.get_params(deep=False).items()}
         model = model.result_
     if not isinstance(model, Result):
-        raise TypeError(f"save_model needs a Result, MulticlassResult or fitted SVMClassifier, got {type(model)!r}")
+        raise TypeError(f"save_model needs a Result, MulticlassResult or fitted estimator, got {type(model)!r}")
     from .multiclass import MulticlassResult
     from .multiclass_kernel import OvOModel
 
@@ -160,7 +162,8 @@ def save_model(model, path, *, key=None) -> Path:
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
-        "kind": "ovo" if ovo else "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
+        "kind": "ovo" if ovo else "ovr" if ovr else "regression" if isinstance(model, RegressionResult) else "binary",
+        "model": "linear" if kernel is None else "kernel",
         "n_features": int(n_features), "method": model.method, "loss": model.loss,
         "reg": None if estimator is None else estimator.get("reg"),
         "C": _json_param(model.C), "intercept_scaling": _json_param(model.intercept_scaling),
@@ -201,8 +204,8 @@ def save_model(model, path, *, key=None) -> Path:
 
 
 def load_model(path, *, key=None, max_bytes: int | None = None) -> Result:
-    """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest) or
-    ``OvOModel`` (one-vs-one).
+    """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest),
+    ``OvOModel`` (one-vs-one) or ``RegressionResult`` (regression).
 
     All three predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
     be given for, and only for, a file saved with one. Raises ``ModelFileError`` and nothing
@@ -339,8 +342,8 @@ def _check_header(path, h: dict) -> dict:
     for k in ("svmopt_version", "method", "loss"):
         if type(h[k]) is not str:
             raise bad(f"{k} {h[k]!r} is not a string")
-    if h["kind"] not in ("binary", "ovr", "ovo"):
-        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr' or 'ovo'")
+    if h["kind"] not in ("binary", "ovr", "ovo", "regression"):
+        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr', 'ovo' or 'regression'")
     if h["model"] not in ("linear", "kernel"):
         raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
     if h["kind"] == "ovo" and h["model"] != "kernel":
@@ -428,7 +431,7 @@ def _check_model(path, h, a) -> dict:
         need |= {"sv", "dual_coef"}
     else:
         need |= {"sv_data", "sv_indices", "sv_indptr", "dual_coef"}
-    allowed = need | {"classes"}
+    allowed = need | ({"classes"} if h["kind"] != "regression" else set())
     if not need <= set(a) <= allowed:
         raise bad(f"a {h['kind']} {h['model']} model has arrays {sorted(a)}; needs {sorted(need)}")
 
@@ -497,7 +500,7 @@ def _to_result(path, header, a):
     elif multi:
         from .multiclass import MulticlassResult as cls
     else:
-        cls = Result
+        cls = RegressionResult if header["kind"] == "regression" else Result
     return cls(w=w, b=a["b"], method=header["method"], loss=header["loss"],
                C=header["C"], classes=a.get("classes"), intercept_scaling=header["intercept_scaling"],
                kernel=kernel, support_vectors=sv, dual_coef=dual_coef,
