@@ -1,7 +1,7 @@
 """Regression for users: SVMRegressor against scikit-learn's LinearSVR (same optimum, shapes and
 estimator checks), the command line's -s 11 / 12 / 13, -p and -v against LIBLINEAR's own train and
 predict, and model files read and written both ways (svmopt's format and LIBLINEAR's)."""
-import warnings
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +14,9 @@ from sklearn.svm import LinearSVR
 from sklearn.utils import estimator_checks
 
 import svmopt
+from svmopt.cli import predict_main, train_main
 from svmopt.estimators import SVMRegressor
+from svmopt.io import load_liblinear_model, save_liblinear_model
 from svmopt.result import RegressionResult, Status
 
 
@@ -129,3 +131,132 @@ def test_sklearn_check_estimator_all():
     results = estimator_checks.check_estimator(SVMRegressor(), expected_failed_checks=EXPECTED_FAILED, on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed
+
+
+# ---------------------------------------------------------------- the command line: -s 11 / 12 / 13, -p, -v
+
+ll = pytest.importorskip("liblinear.liblinearutil")
+
+
+@pytest.fixture(scope="module")
+def diabetes_files(diabetes, tmp_path_factory):
+    """diabetes (scaled) as LIBSVM files: 300 training rows, 142 test rows."""
+    X, t = diabetes
+    folder = tmp_path_factory.mktemp("diabetes")
+    svmopt.dump_svmlight(X[:300], t[:300], folder / "train")
+    svmopt.dump_svmlight(X[300:], t[300:], folder / "test")
+    return folder / "train", folder / "test"
+
+
+def _stats_printed(out, prefix=""):
+    mse = float(re.search(rf"^{prefix}Mean squared error = (\S+)", out, re.M).group(1))
+    scc = float(re.search(rf"^{prefix}Squared correlation coefficient = (\S+)", out, re.M).group(1))
+    return mse, scc
+
+
+def _stats(f, t):  # numpy's: MSE and the squared Pearson correlation
+    return np.mean((f - t) ** 2), np.corrcoef(f, t)[0, 1] ** 2
+
+
+@pytest.mark.parametrize("s", [11, 12, 13])
+def test_cli_trains_liblinears_svr_and_predicts_its_lines(diabetes, diabetes_files, tmp_path, capsys, s):
+    """svmopt-train -s s -p 5 -B 1 reaches LIBLINEAR's optimum (-e 1e-10: the same test predictions);
+    svmopt-predict writes the values and prints LIBLINEAR's two regression lines, equal to numpy's MSE
+    and squared correlation of what it wrote, and to what LIBLINEAR's predict says for its own model."""
+    train, test = diabetes_files
+    X, t = diabetes
+    model = tmp_path / "m"
+    assert train_main(["-q", "-s", str(s), "-c", "1", "-p", "5", "-B", "1", "--dtype", "float64", "--tol", "1e-9",
+                       "--max-iter", "20000", str(train), str(model)]) == 0
+    assert predict_main([str(test), str(model), str(tmp_path / "out")]) == 0
+    f = np.loadtxt(tmp_path / "out")
+    theirs = ll.train(ll.problem(t[:300], X[:300]), f"-s {s} -c 1 -p 5 -B 1 -e 1e-10 -q")
+    f_ll, (_, mse_ll, scc_ll), _ = ll.predict(t[300:], X[300:], theirs, "-q")
+    np.testing.assert_allclose(f, f_ll, rtol=1e-4)  # (the L2 losses' objective is flat: 1e-9 in P, 2e-5 in f)
+    mse, scc = _stats_printed(capsys.readouterr().out, "")
+    np.testing.assert_allclose((mse, scc), _stats(f, t[300:]), rtol=1e-5)  # %g: 6 digits
+    np.testing.assert_allclose((mse, scc), (mse_ll, scc_ll), rtol=1e-4)
+
+
+def test_cli_cross_validation_prints_liblinears_regression_lines(diabetes, diabetes_files, capsys):
+    """-v 5 on -s 12: the two lines, equal to LIBLINEAR trained on the same folds (at -e 1e-10)."""
+    from svmopt.cli.train import _folds
+
+    train, _ = diabetes_files
+    X, t = diabetes[0][:300], diabetes[1][:300]
+    assert train_main(["-s", "12", "-p", "2", "-B", "1", "-v", "5", "--dtype", "float64", "--tol", "1e-9",
+                       str(train)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("mean squared error on") == 5
+    mse, scc = _stats_printed(out, "Cross Validation ")
+    f = np.empty_like(t)
+    for test in _folds(X.shape[0], 5, 1):
+        keep = np.ones(X.shape[0], bool)
+        keep[test] = False
+        m = ll.train(ll.problem(t[keep], X[keep]), "-s 12 -p 2 -B 1 -e 1e-10 -q")
+        f[test] = ll.predict(t[test], X[test], m, "-q")[0]
+    np.testing.assert_allclose((mse, scc), _stats(f, t), rtol=1e-4)
+
+
+def test_cli_regression_errors(diabetes_files, capsys):
+    train, _ = diabetes_files
+    for argv, words in [(["-s", "3", "-p", "0.5"], "-p sets the epsilon of support vector regression"),
+                        (["-s", "13", "-p", "-1"], "epsilon"),
+                        (["-s", "12", "-w1", "2"], "no classes to weight"),
+                        (["-s", "12", "-C"], "-C searches C for classifiers"),
+                        (["-s", "12", "-B", "1", "-R"], "-R is for LIBLINEAR's primal solvers")]:
+        assert train_main([*argv, str(train)]) == 1
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (argv, err)
+
+
+# ---------------------------------------------------------------- model files, both formats, both ways
+
+
+@pytest.mark.parametrize("intercept", [dict(intercept_scaling=1.0), dict(intercept_scaling=None),
+                                       dict(fit_intercept=False)], ids=["bias-feature", "free", "none"])
+def test_liblinear_predicts_our_regression_model(diabetes, tmp_path, intercept):
+    """Our model in LIBLINEAR's text format: liblinearutil.load_model + predict gives our predictions,
+    and svmopt's own format loads back as the same RegressionResult."""
+    X, t = diabetes
+    res = svmopt.solve(X, t, loss=svmopt.losses.squared_epsilon_insensitive(1.0), C=2.0, dtype="float64",
+                       **intercept)
+    path = save_liblinear_model(res, tmp_path / "m.ll")
+    text = path.read_text()
+    assert text.startswith("solver_type L2R_L2LOSS_SVR\nnr_class 2\nnr_feature 10\nbias ") and "label" not in text
+    f_ll = np.asarray(ll.predict(t, X, ll.load_model(str(path)), "-q")[0])
+    np.testing.assert_allclose(f_ll, res.predict(X), rtol=1e-12, atol=1e-9)
+    back = load_liblinear_model(path)
+    assert isinstance(back, RegressionResult)
+    np.testing.assert_allclose(back.predict(X), f_ll, rtol=1e-12, atol=1e-9)
+    saved = svmopt.load_model(svmopt.save_model(res, tmp_path / "m.npz"))
+    assert isinstance(saved, RegressionResult) and saved.classes is None
+    assert saved.extras["header"]["kind"] == "regression" and saved.status == res.status
+    np.testing.assert_array_equal(saved.predict(X), res.predict(X))
+
+
+@pytest.mark.parametrize("s", [11, 12, 13])
+def test_we_predict_liblinears_regression_model(diabetes, tmp_path, capsys, s):
+    """LIBLINEAR's own SVR models (with and without -B): svmopt-predict writes LIBLINEAR's predictions."""
+    X, t = diabetes
+    data = tmp_path / "d"
+    svmopt.dump_svmlight(X, t, data)
+    for bias in ("-B 1", ""):
+        m = ll.train(ll.problem(t, X), f"-s {s} -c 1 -p 3 {bias} -q")
+        ll.save_model(str(tmp_path / "m.ll"), m)
+        f_ll = np.asarray(ll.predict(t, X, m, "-q")[0])
+        assert predict_main([str(data), str(tmp_path / "m.ll"), str(tmp_path / "out")]) == 0
+        np.testing.assert_allclose(np.loadtxt(tmp_path / "out"), f_ll, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(_stats_printed(capsys.readouterr().out), _stats(f_ll, t), rtol=1e-5)
+
+
+def test_regression_model_files_refuse_what_they_cannot_be(diabetes, tmp_path):
+    X, t = diabetes
+    res = svmopt.solve(X[:60], t[:60], loss=svmopt.losses.epsilon_insensitive(1.0), intercept_scaling=1.0)
+    with pytest.raises(ValueError, match="not a LIBLINEAR regression type"):
+        save_liblinear_model(res, tmp_path / "m.ll", solver_type="L2R_L2LOSS_SVC_DUAL")
+    assert save_liblinear_model(res, tmp_path / "m.ll").read_text().startswith("solver_type L2R_L1LOSS_SVR_DUAL\n")
+    fitted = SVMRegressor(epsilon=1.0).fit(X[:60], t[:60])
+    back = svmopt.load_model(svmopt.save_model(fitted, tmp_path / "est.npz"))
+    assert back.extras["header"]["estimator"]["epsilon"] == 1.0
+    np.testing.assert_allclose(back.predict(X), fitted.predict(X))

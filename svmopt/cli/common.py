@@ -11,7 +11,7 @@ import numpy as np
 from ..io import LibsvmFormatError
 from ..result import SolverError
 
-__all__ = ["Usage", "parser", "run", "check_writable", "label", "COMPRESSED"]
+__all__ = ["Usage", "parser", "run", "check_writable", "label", "regression_stats", "COMPRESSED"]
 
 COMPRESSED = (".xz", ".lzma", ".bz2", ".gz")
 """File name endings the LIBSVM reader decompresses."""
@@ -72,3 +72,15 @@ def label(v) -> str:
     if isinstance(v, (float, np.floating)):
         return str(int(v)) if float(v).is_integer() else "%.17g" % v
     return str(v)
+
+
+def regression_stats(pred, t) -> tuple[float, float]:
+    """(mean squared error, squared correlation coefficient) of predictions against targets, as LIBLINEAR's
+    predict and train -v print them: (n S_pt - S_p S_t)^2 / ((n S_pp - S_p^2)(n S_tt - S_t^2)) (nan when a
+    side is constant, as C's 0/0)."""
+    p, t = np.asarray(pred, np.float64), np.asarray(t, np.float64)
+    n = float(p.size)
+    sp_, st, spp, stt, spt = p.sum(), t.sum(), p @ p, t @ t, p @ t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scc = np.float64((n * spt - sp_ * st) ** 2) / np.float64((n * spp - sp_ * sp_) * (n * stt - st * st))
+    return float(np.sum((p - t) ** 2) / max(n, 1.0)), float(scc)

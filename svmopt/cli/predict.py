@@ -1,4 +1,5 @@
-"""``svmopt-predict``: labels of a LIBSVM file from an svmopt or LIBLINEAR model, and the accuracy."""
+"""``svmopt-predict``: labels (or, for a regression model, values) of a LIBSVM file from an svmopt or LIBLINEAR
+model, and the accuracy (LIBLINEAR's mean squared error and squared correlation coefficient for a regression)."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,8 @@ import numpy as np
 
 from ..io import is_liblinear_model, load_liblinear_model, load_svmlight
 from ..model_io import load_model
-from .common import check_writable, label, parser, run
+from ..result import RegressionResult
+from .common import check_writable, label, parser, regression_stats, run
 
 __all__ = ["predict_main"]
 
@@ -19,8 +21,9 @@ def predict_main(argv=None) -> int:
 
 
 def _predict_parser():
-    p = parser("svmopt-predict", "Predict the labels of a LIBSVM-format file with a model from svmopt-train "
-                                  "or LIBLINEAR's train (either format is recognised).")
+    p = parser("svmopt-predict", "Predict the labels (the values, for a regression model) of a LIBSVM-format "
+                                  "file with a model from svmopt-train or LIBLINEAR's train (either format is "
+                                  "recognised).")
     p.add_argument("test_file")
     p.add_argument("model_file")
     p.add_argument("output_file")
@@ -50,7 +53,13 @@ def _predict(argv) -> int:
     pred = model.predict(X)
     with open(args.output_file, "w") as f:
         f.write("".join(label(v) + "\n" for v in pred))
-    if not args.quiet:
+    if args.quiet:
+        return 0
+    if isinstance(model, RegressionResult):  # LIBLINEAR's lines for its -s 11, 12, 13 models
+        mse, scc = regression_stats(pred, y)
+        print("Mean squared error = %g (regression)\nSquared correlation coefficient = %g (regression)" % (mse, scc),
+              flush=True)
+    else:
         correct = int(np.sum(pred == y))
         print("Accuracy = %g%% (%d/%d)" % (100.0 * correct / max(len(y), 1), correct, len(y)), flush=True)
     return 0

@@ -14,7 +14,7 @@ import numpy as np
 
 import jax
 
-from ..estimators import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..estimators import REGRESSION_LOSSES, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
 from ..model_io import save_model
@@ -22,7 +22,7 @@ from ..multiclass import solve_multiclass
 from ..path import path as solve_path
 from ..result import Status
 from ..solve import solve
-from .common import COMPRESSED, Usage, check_writable, label, parser, run
+from .common import COMPRESSED, Usage, check_writable, label, parser, regression_stats, run
 
 __all__ = ["train_main", "LIBLINEAR"]
 
@@ -53,6 +53,10 @@ LIBLINEAR = {
                      "newglmnet, or alm without its compiled kernel; LIBLINEAR uses primal coordinate descent"),
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
                      "its compiled kernel"),
+    11: LiblinearType(11, "L2R_L2LOSS_SVR", "squared_epsilon_insensitive", "l2", "newton", "primal Newton"),
+    12: LiblinearType(12, "L2R_L2LOSS_SVR_DUAL", "squared_epsilon_insensitive", "l2", "dual_cd",
+                      "dual coordinate descent"),
+    13: LiblinearType(13, "L2R_L1LOSS_SVR_DUAL", "epsilon_insensitive", "l2", "dual_cd", "dual coordinate descent"),
 }
 """LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead
@@ -61,13 +65,12 @@ _MISSING = {
        "(LIBLINEAR's other multiclass mode) is",
     7: "dual coordinate descent for logistic regression is not in svmopt; the same problem is "
        "-s 0 (primal Newton) or --loss logistic (method alm)",
-    11: "support vector regression is not in svmopt (it trains classifiers)",
-    12: "support vector regression is not in svmopt (it trains classifiers)",
-    13: "support vector regression is not in svmopt (it trains classifiers)",
     21: "the one-class SVM is not in svmopt",
 }
 _NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
-                        2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
+                        2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)",
+                        11: "-s 12 (dual coordinate descent, same problem) or --loss squared_epsilon_insensitive"}
+_EPSILON = 0.1  # LIBLINEAR's -p default
 
 
 
@@ -76,7 +79,8 @@ def _solver_help():
     lines = [f"  {k:2d} {t.name:<20} {t.loss}, {t.reg}: {t.method} ({t.note})" for k, t in LIBLINEAR.items()]
     lines += [f"  {k:2d} {SOLVER_TYPES[k]:<20} not in svmopt" for k in _MISSING]
     return ("LIBLINEAR solver types (-s):\n" + "\n".join(lines)
-            + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i.")
+            + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i."
+            + "\n-s 11, 12, 13 are support vector regression: real targets, -p epsilon.")
 
 
 def _train_parser():
@@ -88,6 +92,8 @@ def _train_parser():
     g.add_argument("-s", dest="solver_type", type=int, default=None, metavar="type",
                    help="LIBLINEAR solver type (see above; default: svmopt's choice, see --loss and --method)")
     g.add_argument("-c", dest="C", type=float, default=None, metavar="cost", help="C > 0 (default 1)")
+    g.add_argument("-p", dest="p", type=float, default=None, metavar="epsilon",
+                   help=f"the epsilon of support vector regression's loss (default {_EPSILON:g})")
     g.add_argument("-e", dest="eps", type=float, default=None, metavar="epsilon",
                    help="stopping tolerance (dual_cd: LIBLINEAR's max PG - min PG, default 0.1; "
                         "other methods: the relative duality gap, default the method's)")
@@ -100,7 +106,8 @@ def _train_parser():
     g.add_argument("-q", dest="quiet", action="store_true", help="quiet mode (no outputs)")
     o = p.add_argument_group("svmopt's options")
     o.add_argument("--loss", default=None,
-                   help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge)")
+                   help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge); "
+                        "regression: epsilon_insensitive, squared_epsilon_insensitive (with -p), squared_error")
     o.add_argument("--reg", default=None, help="l2 (default) or l1")
     o.add_argument("--method", default=None,
                    help="solver name (default: auto, the method measured fastest for the problem)")
@@ -170,6 +177,21 @@ class _Plan:
     liblinear_type: LiblinearType | None
     reg_name: str
 
+    @property
+    def regression(self) -> bool:
+        """Real targets: the loss measures the residual (-s 11, 12, 13 or a regression --loss)."""
+        return self.loss.needs_targets
+
+
+def _loss_named(name, p):
+    """The loss of a name; a regression loss takes -p (default LIBLINEAR's 0.1), a classifier's refuses it."""
+    if name.strip().lower() in REGRESSION_LOSSES:
+        return resolve_loss(name, epsilon=_EPSILON if p is None and name != "squared_error" else p)
+    if p is not None:
+        raise ValueError(f"-p sets the epsilon of support vector regression (-s 11, 12, 13 or --loss "
+                         f"{' / '.join(REGRESSION_LOSSES[:2])}); loss {name} is a classifier's")
+    return resolve_loss(name)
+
 
 def _method_named(name, s=None):
     if name == "newton" and importlib.util.find_spec("svmopt.solvers.newton") is None:
@@ -194,9 +216,9 @@ def _plan(args) -> _Plan:
         if args.kernel:
             raise ValueError("-s picks a linear LIBLINEAR solver; a kernel SVM takes --kernel without -s")
         lt = LIBLINEAR[s]
-        loss, reg_name, method = resolve_loss(lt.loss), lt.reg, _method_named(lt.method, s)
+        loss, reg_name, method = _loss_named(lt.loss, args.p), lt.reg, _method_named(lt.method, s)
     else:
-        loss = resolve_loss(args.loss or "squared_hinge")
+        loss = _loss_named(args.loss or "squared_hinge", args.p)
         reg_name = args.reg or "l2"
         method = resolve_method(args.method) if args.method else None
     reg = resolve_reg(reg_name)
@@ -227,7 +249,7 @@ def _plan(args) -> _Plan:
     if args.free_bias and (bias is None or bias <= 0):
         raise ValueError("-R (do not regularize the bias) needs -B 1, as in LIBLINEAR")
     if args.free_bias and lt is not None and lt.method == "dual_cd":
-        raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6): the dual of -s {lt.number} "
+        raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6, 11): the dual of -s {lt.number} "
                          "cannot keep an unregularized bias")
     if bias is None or args.free_bias:
         intercept = "free intercept"
@@ -306,10 +328,14 @@ def _train(argv) -> int:
     X, y = load_svmlight(args.data_file, n_features=args.n_features)
     if X.shape[0] == 0:
         raise ValueError(f"{args.data_file} holds no data rows (an empty file?)")
-    classes = np.unique(y)
+    classes = None if plan.regression else np.unique(y)  # a regression has real targets, no classes
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
-        f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
-    if classes.size < 2:
+        + (f"targets in [{y.min():g}, {y.max():g}]" if classes is None else f"{classes.size} classes")
+        + f" ({time.perf_counter() - t0:.2f} s)")
+    if plan.regression and (weight_pairs or args.find_C):
+        raise ValueError("a regression has no classes to weight (-wi)" if weight_pairs else
+                         "-C searches C for classifiers; for a regression, run -v n for each C")
+    if classes is not None and classes.size < 2:
         raise ValueError(f"the data has only one class ({label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
         raise ValueError("-C searches C on linear paths; with --kernel, use -v n for each C")
@@ -336,10 +362,10 @@ def _train(argv) -> int:
 
 
 def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=True):
-    """One training run on (X, y): binary solve, one-vs-rest, or a kernel model."""
+    """One training run on (X, y): binary solve or regression (classes None), one-vs-rest, or a kernel model."""
     if kernel_model:
         return _fit_kernel(args, X, y, classes, kw, devices, say, announce)
-    ovr = classes.size > 2
+    ovr = classes is not None and classes.size > 2
     if announce:
         say(f"training {what}"
             + (f"; one-vs-rest over {classes.size} classes in one batched solve" if ovr else "")
@@ -350,7 +376,7 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
 
 
 def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
-    """A kernel SVM: binary solve, or LIBSVM's one-vs-one for more classes."""
+    """A kernel SVM: binary solve (or a regression, if ``solve`` has it), or LIBSVM's one-vs-one for more classes."""
     gamma = args.gamma
     if gamma not in ("scale", "auto"):
         try:
@@ -358,13 +384,15 @@ def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
         except ValueError:
             raise Usage(f"svmopt-train: error: --gamma takes a number > 0, 'scale' or 'auto', got {gamma!r}") from None
     kernel = resolve_kernel(args.kernel, X, gamma=gamma, degree=args.degree, coef0=args.coef0)
-    kw = {k: v for k, v in kw.items() if k not in ("loss", "reg", "intercept_scaling", "fit_intercept")}
+    drop = ("reg", "intercept_scaling", "fit_intercept") + (() if classes is None else ("loss",))
+    kw = {k: v for k, v in kw.items() if k not in drop}
+    ovo = classes is not None and classes.size > 2
     if announce:
         name = kw["method"].name if "method" in kw else "auto (alfpgm for the hinge)"
         say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {name}"
             + (f"; one-vs-one over {classes.size * (classes.size - 1) // 2} pairs of {classes.size} classes"
-               if classes.size > 2 else ""))
-    if classes.size > 2:
+               if ovo else ""))
+    if ovo:
         return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
     return solve(X, y, kernel=kernel, **kw), False
 
@@ -464,20 +492,26 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
     pred = np.empty(y.shape[0], dtype=y.dtype)
     t0 = time.perf_counter()
     for i, test in enumerate(folds):
-        rows = _train_rows(X.shape[0], test, y, i, k)
+        rows = _train_rows(X.shape[0], test, None if classes is None else y, i, k)
         ti = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res, _ = _fit(args, X[rows], y[rows], np.unique(y[rows]), _fold_kw(kw, rows, i, k), what, devices,
-                          kernel_model, say, announce=False)
+            res, _ = _fit(args, X[rows], y[rows], None if classes is None else np.unique(y[rows]),
+                          _fold_kw(kw, rows, i, k), what, devices, kernel_model, say, announce=False)
         _warn(caught, args.quiet)
         pred[test] = res.predict(X[test])
-        acc = 100.0 * np.mean(pred[test] == y[test])
-        say(f"fold {i + 1}/{k}: {len(rows)} training rows, accuracy on {len(test)} held out {acc:.4g}% "
-            f"({time.perf_counter() - ti:.2f} s)")
+        held = (f"mean squared error on {len(test)} held out {regression_stats(pred[test], y[test])[0]:.4g}"
+                if classes is None else
+                f"accuracy on {len(test)} held out {100.0 * np.mean(pred[test] == y[test]):.4g}%")
+        say(f"fold {i + 1}/{k}: {len(rows)} training rows, {held} ({time.perf_counter() - ti:.2f} s)")
     say(f"cross validation done in {time.perf_counter() - t0:.2f} s")
-    # LIBLINEAR's line, printed even with -q (it is the result)
-    print("Cross Validation Accuracy = %g%%" % (100.0 * np.mean(pred == y)), flush=True)
+    # LIBLINEAR's lines, printed even with -q (they are the result)
+    if classes is None:
+        mse, scc = regression_stats(pred, y)
+        print("Cross Validation Mean squared error = %g\nCross Validation Squared correlation coefficient = %g"
+              % (mse, scc), flush=True)
+    else:
+        print("Cross Validation Accuracy = %g%%" % (100.0 * np.mean(pred == y)), flush=True)
     return 0
 
 
