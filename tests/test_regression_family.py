@@ -42,7 +42,8 @@ def _objective(X, t, w, b, p, eps, C, s=1.0):
 @pytest.mark.parametrize("fit_intercept", [True, False], ids=["bias", "none"])
 def test_regressor_reaches_linearsvr_optimum(diabetes, loss, p, eps, fit_intercept):
     """The defaults make LinearSVR's problem (bias feature 1, regularized); with sample weights, in
-    float64 the objective is LinearSVR's at -e 1e-10, and the shapes are LinearSVR's."""
+    float64 the objective is LinearSVR's at -e 1e-10, and the shapes are LinearSVR's; float32 at the
+    default tol (with the intercept) is within 1e-3 of it."""
     X, t = diabetes
     s = np.random.default_rng(0).uniform(0.2, 2.0, X.shape[0])
     ref = LinearSVR(loss=loss, epsilon=eps, C=1.0, tol=1e-10, max_iter=1_000_000, fit_intercept=fit_intercept,
@@ -60,6 +61,8 @@ def test_regressor_reaches_linearsvr_optimum(diabetes, loss, p, eps, fit_interce
     assert abs(P - P_ref) <= 1e-8 * P_ref
     f_ref = ref.predict(X)  # (the L2 objective is flat: 1e-8 in P moves predictions by 1e-4 of their range)
     np.testing.assert_allclose(m.predict(X), f_ref, rtol=0, atol=2e-4 * np.abs(f_ref).max())
+    if not fit_intercept:
+        return
     # float32 at the default tolerance: within it of the optimum
     m32 = SVMRegressor(loss=loss, epsilon=eps, fit_intercept=fit_intercept).fit(X, t, sample_weight=s)
     b32 = float(np.ravel(m32.intercept_)[0])
@@ -260,3 +263,33 @@ def test_regression_model_files_refuse_what_they_cannot_be(diabetes, tmp_path):
     back = svmopt.load_model(svmopt.save_model(fitted, tmp_path / "est.npz"))
     assert back.extras["header"]["estimator"]["epsilon"] == 1.0
     np.testing.assert_allclose(back.predict(X), fitted.predict(X))
+
+
+# ---------------------------------------------------------------- the benchmark harness
+
+
+def test_regression_bench_runs_and_its_objective_is_liblinears(tmp_path):
+    """bench.regression on diabetes: its objective formula is svmopt's P, and LIBLINEAR's -s 11 at
+    -e 1e-10 meets svmopt's float64 optimum in it within 1e-9; svmopt's default rows certify 1e-3 and
+    lie within it of f*, f* is below every LIBLINEAR run, and the table is written."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is a top-level folder
+    from bench import regression
+
+    X, t = regression.dataset("diabetes")
+    w, b = ll.train(ll.problem(t, X), f"-s 11 -c 1 -p {regression.EPSILON} -B 1 -e 1e-10 -q").get_decfun()
+    res = svmopt.solve(X, t, loss=svmopt.losses.squared_epsilon_insensitive(regression.EPSILON), C=regression.C,
+                       intercept_scaling=1.0, dtype="float64", tol=1e-10)
+    P_ll = regression.primal(X, t, np.asarray(w), b, 2)
+    assert abs(regression.primal(X, t, np.asarray(res.w), float(res.b), 2) - float(res.primal_objective)) \
+        <= 1e-12 * P_ll
+    assert abs(float(res.primal_objective) - P_ll) <= 1e-9 * P_ll
+    rows = regression.run(["diabetes"], repeats=1)
+    assert [r["p"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["status"] == "CONVERGED" and r["gap"] <= 1e-3 and -1e-6 <= r["err"] <= 1e-3
+        assert all(P >= r["fstar"] for *_, P in r["ll"])
+    regression.report(rows, tmp_path / "out.md", "test")
+    assert (tmp_path / "out.md").read_text().count("| diabetes (442 x 10") == 2
