@@ -207,7 +207,8 @@ def test_cli_regression_errors(diabetes_files, capsys):
                         (["-s", "13", "-p", "-1"], "epsilon"),
                         (["-s", "12", "-w1", "2"], "no classes to weight"),
                         (["-s", "12", "-C"], "-C searches C for classifiers"),
-                        (["-s", "12", "-B", "1", "-R"], "-R is for LIBLINEAR's primal solvers")]:
+                        (["-s", "12", "-B", "1", "-R"], "-R is for LIBLINEAR's primal solvers"),
+                        (["--loss", "epsilon_insensitive", "--kernel", "rbf"], "kernel regression is not in svmopt")]:
         assert train_main([*argv, str(train)]) == 1
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err, (argv, err)

@@ -17,6 +17,7 @@ import jax
 from ..estimators import REGRESSION_LOSSES, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
+from ..losses import MissingCapability
 from ..model_io import save_model
 from ..multiclass import solve_multiclass
 from ..path import path as solve_path
@@ -394,7 +395,12 @@ def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
                if ovo else ""))
     if ovo:
         return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
-    return solve(X, y, kernel=kernel, **kw), False
+    try:
+        return solve(X, y, kernel=kernel, **kw), False
+    except MissingCapability as exc:
+        if classes is not None:
+            raise
+        raise ValueError(f"kernel regression is not in svmopt yet ({exc}); drop --kernel for a linear one") from exc
 
 
 def _warn(caught, quiet):
