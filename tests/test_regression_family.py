@@ -77,6 +77,8 @@ def test_regressor_score_is_weighted_r2_and_works_in_sklearn(diabetes):
     assert m.score(X, t) == pytest.approx(r2_score(t, f), abs=1e-12)
     assert m.score(X, t, sample_weight=s) == pytest.approx(r2_score(t, f, sample_weight=s), abs=1e-12)
     assert m.score(X, t) > 0.45  # a free intercept: near least squares' R^2 on diabetes (0.52)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        m.score(X, t[:-1])
     assert is_regressor(m) and clone(m).get_params() == m.get_params()
     pipe = make_pipeline(StandardScaler(), SVMRegressor(loss="squared_epsilon_insensitive", intercept_scaling=None))
     grid = GridSearchCV(pipe, {"svmregressor__C": [0.01, 1.0]}, cv=3).fit(X, t)

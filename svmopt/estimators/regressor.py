@@ -23,6 +23,8 @@ def r2_score(y, f, sample_weight=None) -> float:
     constant y predicted exactly, 0.0 for constant y predicted otherwise)."""
     y = np.asarray(y, np.float64).ravel()
     f = np.asarray(f, np.float64).ravel()
+    if y.shape != f.shape:
+        raise ValueError(f"shape mismatch: {f.shape[0]} predictions but y has {y.shape[0]} values")
     s = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
     num = float(np.sum(s * (y - f) ** 2))
     den = float(np.sum(s * (y - np.average(y, weights=s)) ** 2))
