@@ -13,8 +13,7 @@ from ._cache import disable_compilation_cache, enable_compilation_cache
 from . import losses, regularizers, smoothing, solvers
 from .io import LibsvmFormatError, dump_svmlight, load_svmlight
 from . import estimators, hyper, model_io, multiclass, probability, ranking
-from .estimators import SVMClassifier
-from .estimators_oneclass import OneClassSVM
+from .estimators import OneClassSVM, SVMClassifier, SVMRegressor
 from .model_io import ModelFileError, load_model, save_model
 from .multiclass import MulticlassResult, solve_multiclass
 from .losses import MissingCapability
@@ -54,6 +53,7 @@ __all__ = [
     "solve_multiclass",
     "MulticlassResult",
     "SVMClassifier",
+    "SVMRegressor",
     "OneClassSVM",
     "save_model",
     "load_model",

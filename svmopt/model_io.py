@@ -5,9 +5,9 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
 
   header     uint8   UTF-8 JSON, see below
   checksum   uint8   ASCII hex SHA-256 (or HMAC-SHA256 with a key) of the payload
-  w          float   (d,) binary / (K, d) one-vs-rest         linear models
+  w          float   (d,) binary or regression / (K, d) one-vs-rest    linear models
   b          float   () / (K,) / (P,)
-  classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings
+  classes    any     (2,) binary (negative, positive) / (K,)   numbers, booleans or strings; none in a regression
   sv         float   (n_sv, d) dense support vectors          kernel models, or
   sv_data, sv_indices, sv_indptr                              the same as CSR parts
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
@@ -136,7 +136,7 @@ def save_model(model, path, *, key=None) -> Path:
     """Write a fitted model to ``path`` (any name; written atomically).
 
     model: a ``Result`` / ``MulticlassResult`` from ``solve`` / ``solve_multiclass``,
-    or a fitted ``SVMClassifier``. ``key`` (bytes or str) signs it with HMAC-SHA256.
+    or a fitted estimator (``SVMClassifier``, ``SVMRegressor``). ``key`` (bytes or str) signs it with HMAC-SHA256.
     Raises ``ValueError`` for a model that ``load_model`` would refuse.
     """
     estimator = None
@@ -146,7 +146,7 @@ def save_model(model, path, *, key=None) -> Path:
         estimator = {k: _json_param(v) for k, v in model.get_params(deep=False).items()}
         model = model.result_
     if not isinstance(model, Result):
-        raise TypeError(f"save_model needs a Result, MulticlassResult or fitted SVMClassifier, got {type(model)!r}")
+        raise TypeError(f"save_model needs a Result, MulticlassResult or fitted estimator, got {type(model)!r}")
     from .multiclass import MulticlassResult
     from .multiclass_kernel import OvOModel
 
@@ -224,8 +224,8 @@ def save_model(model, path, *, key=None) -> Path:
 
 
 def load_model(path, *, key=None, max_bytes: int | None = None) -> Result:
-    """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest) or
-    ``OvOModel`` (one-vs-one).
+    """Read a model file; returns a ``Result`` (binary), ``MulticlassResult`` (one-vs-rest),
+    ``OvOModel`` (one-vs-one) or ``RegressionResult`` (regression).
 
     All three predict: ``decision_function(X)``, ``predict(X)``, ``score(X, y)``. ``key`` must
     be given for, and only for, a file saved with one. Raises ``ModelFileError`` and nothing

@@ -85,8 +85,11 @@ def test_liblinear_model_errors(tmp_path, capsys):
     bad.write_text("solver_type L2R_L2LOSS_SVC_DUAL\nnr_class 2\nlabel 1 -1\nnr_feature 3\nbias -1\nw\n0.5 \n1 \n")
     with pytest.raises(svmopt.ModelFileError, match="line 9: expected 1 weight"):
         load_liblinear_model(bad)
-    bad.write_text("solver_type L2R_L2LOSS_SVR\nnr_class 2\nnr_feature 1\nbias -1\nw\n0.5 \n")
-    with pytest.raises(svmopt.ModelFileError, match="not a classifier"):
+    bad.write_text("solver_type ONECLASS_SVM\nnr_class 2\nnr_feature 1\nbias -1\nrho 0\nw\n0.5 \n")
+    with pytest.raises(svmopt.ModelFileError, match="not a classifier or a regression"):
+        load_liblinear_model(bad)
+    bad.write_text("solver_type L2R_L2LOSS_SVR\nnr_class 2\nlabel 1 -1\nnr_feature 1\nbias -1\nw\n0.5 \n")
+    with pytest.raises(svmopt.ModelFileError, match="nr_class 2 and no labels"):
         load_liblinear_model(bad)
     bad.write_text("solver_type L2R_L2LOSS_SVC_DUAL\n")
     assert predict_main([str(data_path("heart_scale")), str(bad), str(tmp_path / "o")]) == 1
@@ -157,7 +160,7 @@ def test_s6_is_liblinears_l1_logistic_problem(tmp_path, capsys):
 
 def test_s_numbers_we_lack_name_alternatives(capsys):
     data = str(data_path("heart_scale"))
-    for s, words in ((4, "one-vs-rest with -s 1 or -s 3"), (7, "-s 0"), (12, "regression"),
+    for s, words in ((4, "one-vs-rest with -s 1 or -s 3"), (7, "-s 0"),
                      (9, "unknown solver type")):
         assert train_main(["-s", str(s), data]) == 1
         err = capsys.readouterr().err

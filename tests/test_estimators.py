@@ -339,9 +339,9 @@ def test_warm_start_starts_from_the_previous_fit(heart, digits):
     kern = SVMClassifier(kernel="rbf", gamma=0.5, warm_start=True, dtype="float64").fit(Xd, y)
     alpha = np.asarray(kern.result_.extras["alpha"])
     seen = []
-    real_solve = svmopt.estimators.solve
+    real_solve = svmopt.estimators.classifier.solve
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(svmopt.estimators, "solve", lambda *a, **k: seen.append(k["init"]) or real_solve(*a, **k))
+        mp.setattr(svmopt.estimators.classifier, "solve", lambda *a, **k: seen.append(k["init"]) or real_solve(*a, **k))
         kern.set_params(C=2.0).fit(Xd, y)
     np.testing.assert_array_equal(seen[0]["alpha"], alpha)
     cold = SVMClassifier(kernel="rbf", gamma=0.5, C=2.0, dtype="float64").fit(Xd, y)

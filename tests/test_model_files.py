@@ -349,6 +349,8 @@ FORGERIES = {
     "kind ovr": ("linear", _set(kind="ovr"), None, None, r"b has shape \(\); expected \(2,\)"),
     "kind other": ("linear", _set(kind="ovx"), None, None,
                    r"kind 'ovx' is not one of 'binary', 'ovr', 'ovo', 'regression', 'oneclass'"),
+    "kind regression with classes": ("linear", _set(kind="regression"), None, None,
+                                     r"a regression linear model has arrays"),
     "kind ovo linear": ("linear", _set(kind="ovo"), None, None, r"a one-vs-one model is a kernel model, not 'linear'"),
     "model kernel": ("linear", _set(model="kernel"), None, None, r"a kernel model with kernel None"),
     "kernel os.system": ("kernel", lambda h: h["kernel"].update(name="os.system"), None, None,

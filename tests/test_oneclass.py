@@ -198,7 +198,7 @@ def test_linear_working_sets_serve_every_dual():
 def test_estimator_matches_sklearns_oneclasssvm():
     from sklearn.svm import OneClassSVM as Reference
 
-    from svmopt.estimators_oneclass import OneClassSVM
+    from svmopt.estimators import OneClassSVM
 
     X = load("diabetes_scale", 8, 768).toarray()
     Xte = load("diabetes_scale", 8, 768).toarray()[::-3] + 0.05
@@ -236,7 +236,7 @@ FAST_CHECKS = ["check_parameters_default_constructible", "check_no_attributes_se
 def test_sklearn_check_fast(check):
     from sklearn.utils import estimator_checks
 
-    from svmopt.estimators_oneclass import OneClassSVM
+    from svmopt.estimators import OneClassSVM
 
     getattr(estimator_checks, check)("OneClassSVM", OneClassSVM())
 
@@ -253,7 +253,7 @@ def test_sklearn_check_estimator_all():
     """Every check, with scikit-learn's OneClassSVM's expected failures (and only those)."""
     from sklearn.utils import estimator_checks
 
-    from svmopt.estimators_oneclass import OneClassSVM
+    from svmopt.estimators import OneClassSVM
 
     results = estimator_checks.check_estimator(OneClassSVM(), expected_failed_checks=EXPECTED_FAILED, on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]

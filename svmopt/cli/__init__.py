@@ -9,19 +9,23 @@ LIBLINEAR's options mean what they mean there:
             0 L2R_LR and 2 L2R_L2LOSS_SVC run ``svmopt.solvers.newton`` (primal Newton) when
             it is installed; 1 and 3 run ``dual_cd`` (LIBLINEAR's dual coordinate descent);
             5 and 6 (l1-regularized) run ``newglmnet`` (LIBLINEAR's -s 6 algorithm; ``alm``
-            where its compiled kernel is not built); 21 (ONECLASS_SVM, -n nu) runs
-            ``svmopt.solve_oneclass``. Types svmopt lacks (4, 7, 11-13) stop with an
-            error naming what solves that problem here. With --kernel, -s is LIBSVM's
-            svm type: 0 C-SVC, 2 one-class (-n nu), 3 epsilon-SVR (-p epsilon).
+            where its compiled kernel is not built); 11 (``newton``), 12 and 13 (``dual_cd``) are
+            support vector regression on real targets; 21 (ONECLASS_SVM, -n nu) runs
+            ``svmopt.solve_oneclass``. Types svmopt lacks (4, 7) stop with an error naming what
+            solves that problem here. With -t or --kernel, -s is LIBSVM's svm type: 0 C-SVC,
+            2 one-class (-n nu), 3 epsilon-SVR (-p epsilon).
             With -s the intercept follows LIBLINEAR: none unless -B.
   -c cost   C (default 1)
+  -p eps    the epsilon of the SVR losses (-s 11, 12, 13; default 0.1)
   -e eps    stopping tolerance: for dual_cd (-s 1, -s 3) LIBLINEAR's own rule
             max PG - min PG < eps (default 0.1), after which the duality gap is still
             certified to --tol; for other methods the relative duality gap itself
   -B bias   bias > 0: LIBLINEAR's bias feature (b regularized); -B -1: no intercept
   -R        with -B 1: do not regularize the bias (a free intercept, LIBLINEAR's -R)
   -wi w     weight w on the C of class i (LIBLINEAR's -wi; repeatable)
-  -v n      n-fold cross validation: prints "Cross Validation Accuracy = ...%" (no model)
+  -v n      n-fold cross validation: prints "Cross Validation Accuracy = ...%" (no model); for a
+            regression "Cross Validation Mean squared error = ..." and "... Squared correlation
+            coefficient = ..."
   -C        search C by cross validation on a warm-started path (``svmopt.path``), from
             -c (or LIBLINEAR's data-based start) doubling up to 1024; prints one
             "log2c= ... rate= ..." line per C and "Best C = ...  CV accuracy = ...%" (no model)
@@ -37,7 +41,8 @@ classes; ``svmopt.cli.kernel_options``):
             "labels c1 c2 ..." line and "label p1 p2 ..." per row
 
 svmopt's own choices are long options: --loss (hinge, squared_hinge, logistic,
-least_squares or p >= 1 for the Lp hinge, e.g. --loss 1.5), --reg, --method, --tol,
+least_squares or p >= 1 for the Lp hinge, e.g. --loss 1.5; regression: epsilon_insensitive,
+squared_epsilon_insensitive, squared_error), --reg, --method, --tol,
 --max-iter, --dtype, --kernel rbf --gamma G (kernel SVM; one-vs-one for more classes),
 --devices, --progress, --model-format svmopt|liblinear. Without -s and --loss the problem
 is LIBLINEAR's default one (squared hinge, l2: that of -s 1) solved by svmopt's default
@@ -47,8 +52,9 @@ Progress goes to stdout (a line about every second, or every ``--progress K``
 iterations, per class for one-vs-rest, per fold for -v, per C for -C). ``--model-format
 liblinear`` writes LIBLINEAR's text model, which LIBLINEAR's ``predict`` reads;
 ``svmopt-predict`` reads both formats. ``predict`` writes one label per line and prints
-``Accuracy = 84.9951% (13838/16281)`` as LIBLINEAR does; features beyond the model's are
-ignored, as LIBLINEAR does.
+``Accuracy = 84.9951% (13838/16281)`` as LIBLINEAR does (a regression model: the values and
+LIBLINEAR's "Mean squared error = ... (regression)" and "Squared correlation coefficient = ...
+(regression)"); features beyond the model's are ignored, as LIBLINEAR does.
 
 Both entry points take ``argv`` and return an exit code (0 ok, 1 error, 2 usage, 130 interrupted),
 so they can be called in-process; errors print one readable line on stderr. The installed commands

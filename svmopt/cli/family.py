@@ -1,13 +1,14 @@
-"""The SVM family on the command line: LIBSVM's svm types with ``--kernel`` (-s 0 C-SVC, -s 2 one-class,
--s 3 epsilon-SVR) and LIBLINEAR's -s 21 (the linear one-class SVM), with their -n nu and -p epsilon."""
+"""The SVM family on the command line: LIBSVM's svm types with -t / ``--kernel`` (-s 0 C-SVC, -s 2 one-class,
+-s 3 epsilon-SVR), LIBLINEAR's support vector regression (-s 11, 12, 13) and -s 21 (the linear one-class
+SVM), with their -n nu and -p epsilon."""
 from __future__ import annotations
 
 import argparse
 
-from ..resolvers import resolve_method
+from ..estimators.resolvers import REGRESSION_LOSSES, resolve_method
 
-__all__ = ["LIBSVM", "libsvm", "add_options", "help_line", "task_of", "nu_of", "epsilon_of", "oneclass_options", "without_type",
-           "ONECLASS_KW"]
+__all__ = ["LIBSVM", "libsvm", "add_options", "help_line", "task_of", "nu_of", "epsilon_of", "oneclass_options",
+           "without_type", "ONECLASS_KW"]
 
 LIBSVM = {0: "C_SVC", 2: "ONE_CLASS", 3: "EPSILON_SVR"}
 """LIBSVM's ``-s`` svm types that svmopt has (with ``--kernel``), each by alfpgm on LIBSVM's dual."""
@@ -21,7 +22,8 @@ def add_options(g):
     g.add_argument("-n", dest="nu", type=float, default=None, metavar="nu",
                    help="nu of the one-class SVM (-s 21, or -s 2 with --kernel), in (0, 1] (default 0.5)")
     g.add_argument("-p", dest="epsilon", type=float, default=None, metavar="epsilon",
-                   help="epsilon of epsilon-SVR's loss (-s 3 with --kernel, default 0.1)")
+                   help="epsilon of support vector regression's loss (-s 11, 12, 13, or -s 3 with a kernel; "
+                        "default 0.1)")
 
 
 def help_line() -> str:
@@ -36,24 +38,29 @@ def libsvm(args) -> bool:
 
 
 def task_of(args) -> str:
-    """"classify", "oneclass" (-s 21, or -s 2 with --kernel) or "regression" (-s 3 with --kernel); checks
-    that -n and -p come with the type that takes them."""
+    """"classify", "oneclass" (-s 21, or -s 2 with a kernel) or "regression" (-s 11 / 12 / 13, a regression
+    --loss, or -s 3 with a kernel); checks that -n and -p come with the type that takes them."""
     s = args.solver_type
     if libsvm(args) and s is not None:
         if s in _MISSING:
             raise ValueError(f"LIBSVM -s {s}: {_MISSING[s]}")
         if s not in LIBSVM:
-            raise ValueError(f"unknown svm type -s {s} with --kernel; LIBSVM's that svmopt has: "
+            raise ValueError(f"unknown svm type -s {s} with a kernel; LIBSVM's that svmopt has: "
                              + ", ".join(f"{k} ({v})" for k, v in LIBSVM.items()))
         task = {0: "classify", 2: "oneclass", 3: "regression"}[s]
+        if task == "regression" and args.loss:
+            raise ValueError("-s 3 sets the loss (epsilon-insensitive, -p); drop --loss")
+    elif s == 21:
+        task = "oneclass"
+    elif s in (11, 12, 13) or (s is None and str(args.loss or "").strip().lower() in REGRESSION_LOSSES):
+        task = "regression"
     else:
-        task = "oneclass" if s == 21 else "classify"
+        task = "classify"
     if args.nu is not None and task != "oneclass":
-        raise ValueError("-n is for the one-class SVM (-s 21, or -s 2 with --kernel)")
+        raise ValueError("-n is for the one-class SVM (-s 21, or -s 2 with -t / --kernel)")
     if args.epsilon is not None and task != "regression":
-        raise ValueError("-p is for epsilon-SVR (-s 3 with --kernel)")
-    if task == "regression" and args.loss:
-        raise ValueError("-s 3 sets the loss (epsilon-insensitive, -p); drop --loss")
+        raise ValueError("-p sets the epsilon of support vector regression: -p is for -s 11, 12, 13, a regression "
+                         "--loss (epsilon_insensitive, squared_epsilon_insensitive), or -s 3 with -t / --kernel")
     if task == "oneclass":
         clash = [o for o, v in (("--loss", args.loss), ("--reg", args.reg), ("-c", args.C), ("-B", args.bias))
                  if v is not None]

@@ -1,4 +1,6 @@
-"""``svmopt-predict``: labels of a LIBSVM file from an svmopt or LIBLINEAR model, and the accuracy.
+"""``svmopt-predict``: labels (or, for a regression model, values) of a LIBSVM file from an svmopt or
+LIBLINEAR model, and the accuracy (the mean squared error and squared correlation coefficient for a
+regression, as LIBLINEAR's and LIBSVM's predict print them).
 
 With ``-b 1`` (a model trained with ``svmopt-train -b 1``) the output file is LIBSVM's: a first line
 ``labels c1 c2 ...``, then per row the predicted label (the most probable class, as LIBSVM's) and
@@ -27,8 +29,9 @@ def predict_main(argv=None) -> int:
 
 
 def _predict_parser():
-    p = parser("svmopt-predict", "Predict the labels of a LIBSVM-format file with a model from svmopt-train "
-                                  "or LIBLINEAR's train (either format is recognised).")
+    p = parser("svmopt-predict", "Predict the labels (the values, for a regression model) of a LIBSVM-format "
+                                  "file with a model from svmopt-train or LIBLINEAR's train (either format is "
+                                  "recognised).")
     p.add_argument("test_file")
     p.add_argument("model_file")
     p.add_argument("output_file")

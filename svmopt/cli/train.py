@@ -14,10 +14,10 @@ import numpy as np
 
 import jax
 
-from ..resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..estimators.resolvers import REGRESSION_LOSSES, resolve_kernel, resolve_loss, resolve_method, resolve_reg
 from ..io import load_svmlight, save_liblinear_model
 from ..io.liblinear_model import SOLVER_TYPES
-from ..losses import epsilon_insensitive
+from ..losses import MissingCapability, epsilon_insensitive
 from ..model_io import save_model
 from ..multiclass import solve_multiclass
 from ..oneclass import solve_oneclass
@@ -57,6 +57,10 @@ LIBLINEAR = {
                      "newglmnet, or alm without its compiled kernel; LIBLINEAR uses primal coordinate descent"),
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
                      "its compiled kernel"),
+    11: LiblinearType(11, "L2R_L2LOSS_SVR", "squared_epsilon_insensitive", "l2", "newton", "primal Newton"),
+    12: LiblinearType(12, "L2R_L2LOSS_SVR_DUAL", "squared_epsilon_insensitive", "l2", "dual_cd",
+                      "dual coordinate descent"),
+    13: LiblinearType(13, "L2R_L1LOSS_SVR_DUAL", "epsilon_insensitive", "l2", "dual_cd", "dual coordinate descent"),
     21: LiblinearType(21, "ONECLASS_SVM", "one_class", "l2", "alfpgm", "svmopt.solve_oneclass: LIBSVM's dual by "
                       "alfpgm (linear: w kept on working sets); -n nu"),
 }
@@ -67,12 +71,11 @@ _MISSING = {
        "(LIBLINEAR's other multiclass mode) is",
     7: "dual coordinate descent for logistic regression is not in svmopt; the same problem is "
        "-s 0 (primal Newton) or --loss logistic (method alm)",
-    11: "support vector regression is not in svmopt (it trains classifiers)",
-    12: "support vector regression is not in svmopt (it trains classifiers)",
-    13: "support vector regression is not in svmopt (it trains classifiers)",
 }
 _NEWTON_ALTERNATIVES = {0: "--loss logistic (method alm, or --method nesvm)",
-                        2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)"}
+                        2: "-s 1 (dual coordinate descent, same problem) or --loss squared_hinge (method alm)",
+                        11: "-s 12 (dual coordinate descent, same problem) or --loss squared_epsilon_insensitive"}
+_EPSILON = 0.1  # LIBLINEAR's -p default
 
 
 def _solver_help():
@@ -80,7 +83,8 @@ def _solver_help():
     lines += [f"  {k:2d} {SOLVER_TYPES[k]:<20} not in svmopt" for k in _MISSING]
     return ("LIBLINEAR solver types (-s):\n" + "\n".join(lines)
             + "\n\n" + family.help_line()
-            + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i.")
+            + "\n\nLIBLINEAR's -wi weight (e.g. -w1 2.5, repeatable) multiplies the C of class i."
+            + "\n-s 11, 12, 13 are support vector regression: real targets, -p epsilon.")
 
 
 def _train_parser():
@@ -105,7 +109,8 @@ def _train_parser():
     family.add_options(g)
     o = p.add_argument_group("svmopt's options")
     o.add_argument("--loss", default=None,
-                   help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge)")
+                   help="hinge, squared_hinge (default), logistic, least_squares, or p >= 1 (Lp hinge); "
+                        "regression: epsilon_insensitive, squared_epsilon_insensitive (with -p), squared_error")
     o.add_argument("--reg", default=None, help="l2 (default) or l1")
     o.add_argument("--method", default=None,
                    help="solver name (default: auto, the method measured fastest for the problem)")
@@ -166,6 +171,21 @@ class _Plan:
     task: str = "classify"  # classify | oneclass (-s 21, LIBSVM -s 2) | regression (LIBSVM -s 3)
     nu: float = 0.5
 
+    @property
+    def regression(self) -> bool:
+        """Real targets: -s 11, 12, 13, a regression --loss, or LIBSVM's -s 3 with a kernel."""
+        return self.task == "regression"
+
+
+def _loss_named(name, p):
+    """The loss of a name; a regression loss takes -p (default LIBLINEAR's 0.1), a classifier's refuses it."""
+    if name.strip().lower() in REGRESSION_LOSSES:
+        return resolve_loss(name, epsilon=_EPSILON if p is None and name != "squared_error" else p)
+    if p is not None:
+        raise ValueError(f"-p sets the epsilon of support vector regression (-s 11, 12, 13 or --loss "
+                         f"{' / '.join(REGRESSION_LOSSES[:2])}); loss {name} is a classifier's")
+    return resolve_loss(name)
+
 
 def _method_named(name, s=None):
     if name == "newton" and importlib.util.find_spec("svmopt.solvers.newton") is None:
@@ -198,9 +218,9 @@ def _plan(args) -> _Plan:
             raise ValueError(f"-s {s} sets the loss, the regularizer and the method; drop {', '.join(clash)} "
                              "or drop -s")
         lt = LIBLINEAR[s]
-        loss, reg_name, method = resolve_loss(lt.loss), lt.reg, _method_named(lt.method, s)
+        loss, reg_name, method = _loss_named(lt.loss, args.epsilon), lt.reg, _method_named(lt.method, s)
     else:
-        loss = resolve_loss(args.loss or "squared_hinge")
+        loss = _loss_named(args.loss or "squared_hinge", args.epsilon)
         reg_name = args.reg or "l2"
         method = resolve_method(args.method) if args.method else None
     reg = resolve_reg(reg_name)
@@ -231,7 +251,7 @@ def _plan(args) -> _Plan:
     if args.free_bias and (bias is None or bias <= 0):
         raise ValueError("-R (do not regularize the bias) needs -B 1, as in LIBLINEAR")
     if args.free_bias and lt is not None and lt.method == "dual_cd":
-        raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6): the dual of -s {lt.number} "
+        raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6, 11): the dual of -s {lt.number} "
                          "cannot keep an unregularized bias")
     if bias is None or args.free_bias:
         intercept = "free intercept"
@@ -241,7 +261,7 @@ def _plan(args) -> _Plan:
     else:
         kw["fit_intercept"] = False
         intercept = "no intercept"
-    return _Plan(loss, reg, method, kw, intercept, lt, reg_name)
+    return _Plan(loss, reg, method, kw, intercept, lt, reg_name, task=task)
 
 
 def _devices(spec):
@@ -307,9 +327,11 @@ def _train(argv) -> int:
     if args.probability and plan.task != "classify":
         raise ValueError(f"-b 1: probability estimates are for classifiers, not a "
                          f"{'one-class' if plan.task == 'oneclass' else 'regression'} model")
-    if plan.task != "classify" and (args.model_format == "liblinear" or args.find_C):
-        what = "-C searches C for classifiers" if args.find_C else "the liblinear model format is for classifiers"
-        raise ValueError(f"{what}; a {'one-class' if plan.task == 'oneclass' else 'regression'} model takes neither")
+    if plan.task != "classify" and args.find_C:
+        raise ValueError(f"-C searches C for classifiers; for a {'one-class' if plan.task == 'oneclass' else 'regression'}"
+                         " model, run -v n for each C")
+    if plan.task == "oneclass" and args.model_format == "liblinear":
+        raise ValueError("the one-class model is written in svmopt's format only; drop --model-format liblinear")
     model_file = None
     if args.folds is None and not args.find_C:
         model_file = Path(args.model_file) if args.model_file else _default_model_file(args.data_file)
@@ -320,12 +342,15 @@ def _train(argv) -> int:
     X, y = load_svmlight(args.data_file, n_features=args.n_features, zero_based=gram)
     if X.shape[0] == 0:
         raise ValueError(f"{args.data_file} holds no data rows (an empty file?)")
-    classes = np.unique(y)
+    classes = None if plan.regression else np.unique(y)  # a regression has real targets, no classes
     say(f"read {args.data_file}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} non-zeros, "
-        f"{classes.size} classes ({time.perf_counter() - t0:.2f} s)")
+        + (f"targets in [{y.min():g}, {y.max():g}]" if classes is None else f"{classes.size} classes")
+        + f" ({time.perf_counter() - t0:.2f} s)")
     if gram:  # LIBSVM's -t 4 rows: 0:serial, then the kernel values
         X = gram_rows_of_file(X)
-    if classes.size < 2 and plan.task == "classify":
+    if plan.regression and weight_pairs:
+        raise ValueError("a regression has no classes to weight (-wi)")
+    if plan.task == "classify" and classes.size < 2:
         raise ValueError(f"the data has only one class ({label(classes[0])}); a classifier needs two")
     if kernel_model and args.find_C:
         raise ValueError("-C searches C on linear paths; with a kernel, use -v n for each C")
@@ -394,13 +419,18 @@ def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):
         if announce:
             say(f"training epsilon-SVR: {kernel!r}, {loss!r}, C={kw['C']:g}, method "
                 f"{kw['method'].name if 'method' in kw else 'auto (alfpgm)'}")
-        return solve(X, y, kernel=kernel, loss=loss, **kw), False
+        try:
+            return solve(X, y, kernel=kernel, loss=loss, **kw), False
+        except MissingCapability as exc:
+            raise ValueError(f"kernel regression in svmopt is epsilon-SVR (LIBSVM -s 3, loss epsilon_insensitive); "
+                             f"{loss!r} needs a linear model: drop the kernel ({exc})") from exc
+    ovo = classes.size > 2
     if announce:
         name = kw["method"].name if "method" in kw else "auto (alfpgm for the hinge)"
         say(f"training a kernel SVM: {kernel!r}, C={kw['C']:g}, method {name}"
             + (f"; one-vs-one over {classes.size * (classes.size - 1) // 2} pairs of {classes.size} classes"
-               if classes.size > 2 else ""))
-    if classes.size > 2:
+               if ovo else ""))
+    if ovo:
         return solve_multiclass(X, y, strategy="ovo", kernel=kernel, devices=devices, **kw), "ovo"
     return solve(X, y, kernel=kernel, **kw), False
 
@@ -506,13 +536,13 @@ def _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say) -
     gram = args.kernel_name == "precomputed"  # a Gram matrix: the fold's columns too
     t0 = time.perf_counter()
     for i, test in enumerate(folds):
-        rows = _train_rows(X.shape[0], test, y, i, k)
+        rows = _train_rows(X.shape[0], test, y if args.task == "classify" else None, i, k)
         ti = time.perf_counter()
         Xtr, Xte = (X[np.ix_(rows, rows)], X[np.ix_(test, rows)]) if gram else (X[rows], X[test])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res, _ = _fit(args, Xtr, y[rows], np.unique(y[rows]), _fold_kw(kw, rows, i, k), what, devices,
-                          kernel_model, say, announce=False)
+            res, _ = _fit(args, Xtr, y[rows], None if classes is None else np.unique(y[rows]),
+                          _fold_kw(kw, rows, i, k), what, devices, kernel_model, say, announce=False)
         _warn(caught, args.quiet)
         pred[test] = res.predict(Xte)
         score = (f"mean squared error on {len(test)} held out {regression_scores(y[test], pred[test])[0]:.6g}"

@@ -1,24 +1,5 @@
-"""scikit-learn compatible estimator on top of ``svmopt.solve`` / ``solve_multiclass``.
-
-    from svmopt.estimators import SVMClassifier
-    clf = SVMClassifier(loss="squared_hinge", C=0.5).fit(X, y)
-    clf.predict(X), clf.decision_function(X), clf.coef_, clf.intercept_, clf.result_.gap
-    SVMClassifier(kernel="rbf", probability=True).fit(X, y).predict_proba(X)
-
-scikit-learn is not a dependency: the class follows its conventions itself
-(``svmopt.estimator_base``: ``__init__`` stores parameters untouched, ``get_params`` /
-``set_params`` read the ``__init__`` signature, fitted attributes end in ``_``), so ``clone``,
-``Pipeline`` and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
-for its tags. Two labels give one binary problem (``coef_`` (1, d), as LinearSVC),
-more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models with more
-than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
-
-Predictions are computed from the fitted attributes (``coef_`` / ``intercept_`` of a linear
-model, ``dual_coef_`` / ``support_vectors_`` / ``intercept_`` of a kernel model), so a model whose
-attributes a user sets predicts with them, as scikit-learn's do. ``load_estimator`` turns a model
-file (``svmopt.save_model``) back into a fitted estimator. The name resolvers live in
-``svmopt.resolvers`` (re-exported here).
-"""
+"""``SVMClassifier``: scikit-learn's LinearSVC / SVC conventions on ``svmopt.solve`` / ``solve_multiclass``
+(the package docstring); ``load_estimator`` for a saved model."""
 from __future__ import annotations
 
 import math
@@ -26,16 +7,15 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from . import probability as _probability
-from .estimator_base import NotFittedError, Params, check_X, check_y, not_fitted, sample_weights
-from .kernels import predict_kernel
-from .multiclass import solve_multiclass
-from .multiclass_kernel import class_pairs, ovr_scores, votes
-from .resolvers import available_methods, resolve_kernel, resolve_loss, resolve_method, resolve_reg
-from .solve import solve
+from .. import probability as _probability
+from .base import Params, check_X, check_y, not_fitted, sample_weights
+from ..kernels import predict_kernel
+from ..multiclass import solve_multiclass
+from ..multiclass_kernel import class_pairs, ovr_scores, votes
+from .resolvers import resolve_kernel, resolve_loss, resolve_method, resolve_reg
+from ..solve import solve
 
-__all__ = ["SVMClassifier", "NotFittedError", "load_estimator", "resolve_loss", "resolve_reg", "resolve_method",
-           "resolve_kernel", "available_methods"]
+__all__ = ["SVMClassifier", "load_estimator"]
 
 
 class SVMClassifier(Params):
@@ -148,7 +128,7 @@ class SVMClassifier(Params):
     # ------------------------------------------------------------------ fit
     def _host_kernel(self) -> bool:
         """A plain function as kernel: X is whatever it takes (scikit-learn validates nothing then)."""
-        from .kernels import Kernel
+        from ..kernels import Kernel
         return callable(self.kernel) and not isinstance(self.kernel, Kernel)
 
     def _input(self, X, n_features=None):
@@ -353,7 +333,7 @@ class SVMClassifier(Params):
 def load_estimator(path, **kw) -> SVMClassifier:
     """A fitted ``SVMClassifier`` from a model file (``svmopt.save_model``): ``load_model(path, **kw)``
     wrapped by ``SVMClassifier.from_model``."""
-    from .model_io import load_model
+    from ..model_io import load_model
 
     return SVMClassifier.from_model(load_model(path, **kw))
 

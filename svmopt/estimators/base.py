@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Params", "NotFittedError", "not_fitted", "check_X", "check_y", "sample_weights"]
+__all__ = ["Params", "NotFittedError", "not_fitted", "check_X", "check_y", "sample_weights", "data_conversion_warning"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -74,7 +74,7 @@ def check_y(y, n):
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                      _data_conversion_warning(), stacklevel=3)
+                      data_conversion_warning(), stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
@@ -91,7 +91,7 @@ def check_y(y, n):
     return y
 
 
-def _data_conversion_warning():
+def data_conversion_warning():
     try:  # sklearn's class when sklearn is there, so its checks recognize it
         from sklearn.exceptions import DataConversionWarning
         return DataConversionWarning

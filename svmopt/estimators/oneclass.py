@@ -1,6 +1,6 @@
 """scikit-learn's ``OneClassSVM`` on ``svmopt.solve_oneclass`` (LIBSVM -s 2; SPEC section 7).
 
-    from svmopt.estimators_oneclass import OneClassSVM
+    from svmopt.estimators import OneClassSVM
     det = OneClassSVM(nu=0.1, gamma=0.5).fit(X)
     det.predict(X)  # +1 inside the estimated support, -1 outside
     det.decision_function(X), det.score_samples(X), det.offset_, det.result_.gap
@@ -17,9 +17,9 @@ import numpy as np
 
 import jax
 
-from .estimator_base import Params, check_X, not_fitted
+from .base import Params, check_X, not_fitted
 from .resolvers import resolve_kernel, resolve_method
-from .oneclass import solve_oneclass
+from ..oneclass import solve_oneclass
 
 __all__ = ["OneClassSVM"]
 

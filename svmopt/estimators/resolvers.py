@@ -11,27 +11,44 @@ import pkgutil
 import numpy as np
 import scipy.sparse as sp
 
-from . import kernels
-from . import losses as _losses
-from . import regularizers as _regularizers
-from .kernels import Kernel
-from .losses import Loss
-from .regularizers import Regularizer
-from .solvers import Auto, Method
+from .. import kernels
+from .. import losses as _losses
+from .. import regularizers as _regularizers
+from ..kernels import Kernel
+from ..losses import Loss
+from ..regularizers import Regularizer
+from ..solvers import Auto, Method
 
-__all__ = ["resolve_loss", "resolve_reg", "resolve_method", "resolve_kernel", "available_methods"]
+__all__ = ["REGRESSION_LOSSES", "resolve_loss", "resolve_reg", "resolve_method", "resolve_kernel", "available_methods"]
 
 
 _LOSS_NAMES = ("hinge", "squared_hinge", "least_squares", "logistic")
+REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive", "squared_error")
+"""The loss names of a regression (losses of the residual t - f), as ``resolve_loss`` takes them."""
 _REG_NAMES = ("l2", "l1")
 
 
-def resolve_loss(loss) -> Loss:
-    """A Loss from itself, a name (hinge, squared_hinge, least_squares, logistic) or p >= 1.
+def resolve_loss(loss, epsilon=None) -> Loss:
+    """A Loss from itself, a name or p >= 1.
 
-    A number (or numeric string) p is the Lp hinge (1 - m)_+^p; p = 1 and 2 give the
-    hinge and squared hinge.
+    Classification: hinge, squared_hinge, least_squares, logistic, or a number (or numeric
+    string) p, the Lp hinge (1 - m)_+^p (p = 1 and 2 give the hinge and squared hinge).
+    Regression (``REGRESSION_LOSSES``): epsilon_insensitive, squared_epsilon_insensitive (each
+    with the tube's half-width ``epsilon``; None: the loss's default, 0.1 and 0.0) and
+    squared_error. ``epsilon`` is refused with any other name or a Loss (whose epsilon is its own).
     """
+    if isinstance(loss, str) and loss.strip().lower() in REGRESSION_LOSSES:
+        name = loss.strip().lower()
+        if name == "squared_error":
+            if epsilon:
+                raise ValueError(f"squared_error has no insensitive tube; epsilon={epsilon!r} needs "
+                                 "squared_epsilon_insensitive")
+            return _losses.squared_error
+        family = getattr(_losses, name)
+        return family() if epsilon is None else family(epsilon)
+    if epsilon is not None:
+        raise ValueError(f"epsilon (the insensitive tube) goes with the regression loss names "
+                         f"{', '.join(REGRESSION_LOSSES[:2])}, not loss {loss!r}")
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, str):
@@ -41,8 +58,8 @@ def resolve_loss(loss) -> Loss:
         try:
             loss = float(name)
         except ValueError:
-            raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(_LOSS_NAMES)}, a number p >= 1 "
-                             "(Lp hinge) or an svmopt.losses.Loss") from None
+            raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(_LOSS_NAMES + REGRESSION_LOSSES)}, "
+                             "a number p >= 1 (Lp hinge) or an svmopt.losses.Loss") from None
     if isinstance(loss, (int, float, np.integer, np.floating)) and not isinstance(loss, bool):
         return _losses.lp_hinge(float(loss))
     raise TypeError(f"loss must be a name, a number p >= 1 or an svmopt.losses.Loss, got {loss!r}")
@@ -59,7 +76,7 @@ def resolve_reg(reg) -> Regularizer:
 
 def available_methods() -> list[str]:
     """Solver modules present in ``svmopt.solvers`` (whether or not they import)."""
-    from . import solvers
+    from .. import solvers
 
     return sorted(m.name for m in pkgutil.iter_modules(solvers.__path__) if not m.name.startswith("_"))
 
