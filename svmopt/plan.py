@@ -39,7 +39,8 @@ from .result import Result
 from .solvers.auto import Auto, auto
 from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
 
-__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "one_vs_one", "ordinal", "traced",
+__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "crammer_singer", "one_vs_one",
+           "ordinal", "traced",
            "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
 
 
@@ -64,7 +65,7 @@ class Plan:
     batch: str = "auto"
     traced: bool = False
     X: Any = None  # the user's X, where a kernel model keeps support vectors from it
-    task: str = "binary"  # binary | grid | ovr | ovo | ordinal
+    task: str = "binary"  # binary | grid | ovr | ovo | ordinal | crammer_singer
     extra: dict = dataclasses.field(default_factory=dict)  # what a task's finish needs (pairs, Y, ...)
 
     def problem(self, k: int) -> Problem:
@@ -410,6 +411,30 @@ def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept
                 labels=tuple(label_name(c) for c in classes), n=n, classes=classes,
                 intercept_scaling=intercept_scaling, C=C, why=why, devices=devices, batch=batch,
                 X=X if kernel is not None else None, task="ovr", extra=dict(Y=Y))
+
+
+def crammer_singer(X, y, *, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
+                   max_iter=None, dtype=None, layout="auto") -> Plan:
+    """Crammer and Singer's joint multiclass problem (LIBLINEAR -s 4): one problem whose ``y`` holds the
+    class codes 0..K-1 and whose method (``svmopt.solvers.crammer_singer``) is told K."""
+    from .losses import hinge
+    from .regularizers import l2
+
+    if np.ndim(C) != 0:
+        raise ValueError(f"strategy='crammer_singer' takes a scalar C, got shape {np.shape(C)}")
+    if fit_intercept and intercept_scaling is None:
+        raise ValueError("Crammer-Singer cannot fit a free (unregularized) intercept; pass intercept_scaling=1.0 "
+                         "for LIBLINEAR's bias feature (b regularized, as LIBLINEAR -B 1 and LinearSVC), or "
+                         "fit_intercept=False")
+    if sharding.is_sharded(X):
+        raise ValueError("strategy='crammer_singer' walks rows on one device; row-sharded X is for one-vs-rest")
+    pb, Y, classes, _, n = _data(X, y, "ovr", loss=hinge, reg=l2, C=C, fit_intercept=False,
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                 layout=layout, bucket=True)
+    pb = pb.replace(y=jnp.asarray(np.argmax(np.asarray(Y) > 0, axis=0), pb.dtype))  # padding rows: class 0
+    pb, method, _, _, cap = _ready(method(n_classes=int(classes.size)), pb, None, max_iter, allow_handover=False)
+    return Plan(pb, method, make_start(None, method, pb), cap, labels=("",), n=n, classes=classes,
+                intercept_scaling=intercept_scaling, C=C, task="crammer_singer")
 
 
 def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None, dtype=None, batch="auto",
