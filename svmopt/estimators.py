@@ -9,8 +9,10 @@ scikit-learn is not a dependency: the class follows its conventions itself
 ``__init__`` signature, fitted attributes end in ``_``), so ``clone``, ``Pipeline``
 and ``GridSearchCV`` accept it, and it imports sklearn only when sklearn asks it
 for its tags. Two labels give one binary problem (``coef_`` (1, d), as LinearSVC),
-more give one-vs-rest in one vmapped solve (``coef_`` (K, d)); kernel models with more
-than two labels are one-vs-one, as scikit-learn's SVC (LIBSVM).
+more give one-vs-rest in one vmapped solve (``coef_`` (K, d)), or with
+``multi_class="crammer_singer"`` Crammer and Singer's joint problem (LIBLINEAR -s 4, as
+``LinearSVC(multi_class="crammer_singer")``); kernel models with more than two labels are
+one-vs-one, as scikit-learn's SVC (LIBSVM).
 
 The parameter resolvers (``resolve_loss``, ``resolve_reg``, ``resolve_method``,
 ``resolve_kernel``) turn the names the command line and estimator take into svmopt
@@ -326,6 +328,12 @@ class SVMClassifier(_Params):
     method_params : dict of further keyword parameters of the method (e.g. {"rho": 1.1}).
     decision_function_shape : "ovr" (default) or "ovo": what ``decision_function`` of a kernel model
         with more than two classes returns (see ``decision_function``), as SVC's.
+    multi_class : "ovr" (default: one-vs-rest, or one binary problem for two classes) or
+        "crammer_singer": one joint problem over all classes (Crammer and Singer; LIBLINEAR -s 4,
+        ``svmopt.solvers.crammer_singer``), as ``LinearSVC(multi_class="crammer_singer")``: its own loss
+        (``loss`` stays None), linear, l2, and LinearSVC's intercept: with ``fit_intercept`` and no
+        ``intercept_scaling``, the bias feature 1 (b regularized); two classes give ``coef_`` (1, d) =
+        w_1 - w_0, as LinearSVC.
     verbose : False (default), True (a progress line about every second through the
         ``logging`` logger "svmopt"), an int k (every k iterations) or a callable receiving
         a dict (iteration, objective, gap, relative_gap, elapsed, label) per progress step.
@@ -345,7 +353,7 @@ class SVMClassifier(_Params):
     def __init__(self, loss=None, reg="l2", method="auto", C=1.0, fit_intercept=True,
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
                  kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False,
-                 decision_function_shape="ovr"):
+                 decision_function_shape="ovr", multi_class="ovr"):
         self.loss = loss
         self.reg = reg
         self.method = method
@@ -361,6 +369,7 @@ class SVMClassifier(_Params):
         self.degree = degree
         self.coef0 = coef0
         self.decision_function_shape = decision_function_shape
+        self.multi_class = multi_class
         self.method_params = method_params
         self.verbose = verbose
 
@@ -387,6 +396,10 @@ class SVMClassifier(_Params):
                              f"contains only one class: {classes[0]!r}")
         if not (isinstance(self.C, (int, float, np.integer, np.floating)) and math.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a finite number > 0, got {self.C!r}")
+        if self.multi_class not in ("ovr", "crammer_singer"):
+            raise ValueError(f"multi_class must be 'ovr' or 'crammer_singer', got {self.multi_class!r}")
+        if self.multi_class == "crammer_singer":
+            return self._fit_crammer_singer(X, y, classes, sample_weight)
         kernel = resolve_kernel(self.kernel, X, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
         loss = resolve_loss(self.loss if self.loss is not None else ("hinge" if kernel else "squared_hinge"))
         kw = dict(loss=loss, reg=resolve_reg(self.reg), C=float(self.C),
@@ -405,6 +418,27 @@ class SVMClassifier(_Params):
                 raise ValueError(f"method {kw['method'].name} is linear; for kernel={kernel!r} use method='alfpgm'")
             res = solve_multiclass(X, y, strategy="ovo", **kw)
         self._set_fitted(res, X.shape[1])
+        return self
+
+    def _fit_crammer_singer(self, X, y, classes, sample_weight):
+        if self.kernel is not None or self.loss is not None or resolve_reg(self.reg) is not resolve_reg("l2"):
+            raise ValueError("multi_class='crammer_singer' is its own linear l2 problem (LIBLINEAR -s 4): leave "
+                             f"loss=None, reg='l2', kernel=None (got loss={self.loss!r}, reg={self.reg!r}, "
+                             f"kernel={self.kernel!r})")
+        scaling = self.intercept_scaling
+        if scaling is None and self.fit_intercept:  # LinearSVC's intercept: a bias feature of 1
+            scaling = 1.0
+        kw = dict(C=float(self.C), fit_intercept=bool(self.fit_intercept), intercept_scaling=scaling,
+                  sample_weight=_sample_weight(self.class_weight, sample_weight, y, classes, X.shape[0]),
+                  tol=self.tol, max_iter=self.max_iter, dtype=self.dtype, verbose=self.verbose,
+                  **(self.method_params or {}))
+        if self.method is not None and not (isinstance(self.method, str) and self.method == "auto"):
+            kw["method"] = resolve_method(self.method)
+        res = solve_multiclass(X, y, strategy="crammer_singer", **kw)
+        self._set_fitted(res, X.shape[1])
+        if classes.size == 2:  # one score, as LinearSVC: w_1 - w_0
+            self.coef_ = self.coef_[1:] - self.coef_[:1]
+            self.intercept_ = self.intercept_[1:] - self.intercept_[:1]
         return self
 
     def _set_fitted(self, res, n_features):
@@ -436,6 +470,8 @@ class SVMClassifier(_Params):
         going to the more confident; scikit-learn's rule); with "ovo" the (n, P) pairwise values."""
         res = self._fitted()
         f = res.decision_function(_check_X(X, self.n_features_in_))
+        if res.loss == "crammer_singer" and len(self.classes_) == 2:  # one score, as LinearSVC
+            return f[:, 1] - f[:, 0]
         pairs = getattr(res, "pairs", None)
         if pairs is None or self.decision_function_shape == "ovo":
             return f
