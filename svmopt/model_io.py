@@ -13,13 +13,16 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays, written by
   dual_coef  float   (n_sv,) / (K, n_sv) / (P, n_sv): alpha_i y_i
   primal_objective, dual_objective, gap, status, iterations   () / (K,) / (P,): the solve's report
 
+A Crammer-Singer model (kind "crammer_singer", ``solve_multiclass(strategy="crammer_singer")``) is
+linear with w (K, d) and b (K,) as one-vs-rest, and its report () (one joint problem).
+
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
 reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
 
 Header (JSON object), format version 1:
 
-  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo",
+  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo" | "crammer_singer",
   model "linear" | "kernel", n_features, method, loss (its repr, e.g. "lp_hinge(p=1.5)"),
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
@@ -71,6 +74,7 @@ MAX_BYTES = 1 << 31
 # load_model's default max_bytes: this many times the file's size, at least _MIN_BYTES (see load_model)
 _RATIO, _MIN_BYTES = 64, 16 << 20
 _REPORT = ("primal_objective", "dual_objective", "gap", "status", "iterations")
+_MODEL_KINDS = ("binary", "ovr", "ovo", "crammer_singer")
 # Array members and the dtype kinds each may have (never "O": no pickles).
 _KINDS = {"w": "f", "b": "f", "sv": "f", "sv_data": "f", "dual_coef": "f", "primal_objective": "f",
           "dual_objective": "f", "gap": "f", "status": "iu", "iterations": "iu", "sv_indices": "iu",
@@ -133,6 +137,7 @@ def save_model(model, path, *, key=None) -> Path:
 
     ovo = isinstance(model, OvOModel)
     ovr = isinstance(model, MulticlassResult)
+    cs = ovr and np.ndim(model.status) == 0  # Crammer-Singer: one joint problem
     if not (ovr or ovo) and np.ndim(model.status) != 0:
         raise ValueError("a batched Result (solve over an array of C) holds several models; "
                          "save one, e.g. pick index k of w, b")
@@ -160,7 +165,8 @@ def save_model(model, path, *, key=None) -> Path:
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
-        "kind": "ovo" if ovo else "ovr" if ovr else "binary", "model": "linear" if kernel is None else "kernel",
+        "kind": "ovo" if ovo else "crammer_singer" if cs else "ovr" if ovr else "binary",
+        "model": "linear" if kernel is None else "kernel",
         "n_features": int(n_features), "method": model.method, "loss": model.loss,
         "reg": None if estimator is None else estimator.get("reg"),
         "C": _json_param(model.C), "intercept_scaling": _json_param(model.intercept_scaling),
@@ -339,12 +345,14 @@ def _check_header(path, h: dict) -> dict:
     for k in ("svmopt_version", "method", "loss"):
         if type(h[k]) is not str:
             raise bad(f"{k} {h[k]!r} is not a string")
-    if h["kind"] not in ("binary", "ovr", "ovo"):
-        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr' or 'ovo'")
+    if h["kind"] not in _MODEL_KINDS:
+        raise bad(f"kind {h['kind']!r} is not 'binary', 'ovr', 'ovo' or 'crammer_singer'")
     if h["model"] not in ("linear", "kernel"):
         raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
     if h["kind"] == "ovo" and h["model"] != "kernel":
         raise bad(f"a one-vs-one model is a kernel model, not {h['model']!r}")
+    if h["kind"] == "crammer_singer" and h["model"] != "linear":
+        raise bad(f"a Crammer-Singer model is linear, not {h['model']!r}")
     if not (_is_int(h["n_features"]) and h["n_features"] >= 0):
         raise bad(f"n_features {h['n_features']!r} is not a non-negative integer")
     if not (h["reg"] is None or type(h["reg"]) is str):
@@ -420,7 +428,7 @@ def _check_model(path, h, a) -> dict:
     def bad(msg):
         return ModelFileError(path, f"invalid model: {msg}")
 
-    multi, kernel, d = h["kind"] in ("ovr", "ovo"), h["model"] == "kernel", h["n_features"]
+    multi, kernel, d = h["kind"] in ("ovr", "ovo", "crammer_singer"), h["model"] == "kernel", h["n_features"]
     need = {"b", *_REPORT} | ({"classes"} if multi else set())
     if not kernel:
         need |= {"w"}
@@ -441,9 +449,10 @@ def _check_model(path, h, a) -> dict:
     lead = (a["classes"].shape[0],) if multi else ()
     if h["kind"] == "ovo":  # one problem per pair of classes
         lead = (lead[0] * (lead[0] - 1) // 2,)
+    one = () if h["kind"] == "crammer_singer" else lead  # the report's shape: one joint problem
     for name in ("b", *_REPORT):
-        if a[name].shape != lead:
-            raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
+        if a[name].shape != (lead if name == "b" else one):
+            raise bad(f"{name} has shape {a[name].shape}; expected {lead if name == 'b' else one}")
     if not np.isin(a["status"], [s.value for s in Status]).all():
         raise bad(f"status {a['status'].tolist()} is not a status code {[s.value for s in Status]}")
     if (a["iterations"] < 0).any():
@@ -478,9 +487,10 @@ def _check_model(path, h, a) -> dict:
 
 
 def _to_result(path, header, a):
-    multi = header["kind"] in ("ovr", "ovo")
-    report = {k: a[k] if multi else a[k].item() for k in _REPORT}
-    if not multi:
+    multi = header["kind"] in ("ovr", "ovo", "crammer_singer")
+    single = header["kind"] in ("binary", "crammer_singer")  # one problem's report
+    report = {k: a[k].item() if single else a[k] for k in _REPORT}
+    if single:
         report["status"] = Status(int(report["status"]))
     kernel = sv = dual_coef = w = None
     if header["model"] == "kernel":
