@@ -149,7 +149,8 @@ class CrammerSinger(Method):
         dt, n, d, K = pb.dtype, pb.n, pb.d, self.n_classes
         return dict(wt=jnp.zeros((d, K), dt), alpha=jnp.zeros((n, K), dt), index=jnp.zeros((n, K), jnp.int32),
                     act=jnp.zeros((n,), jnp.int32), key=jax.random.key_data(jax.random.key(0)),
-                    eps=jnp.zeros((), dt), eps_shrink=jnp.zeros((), dt), from_all=jnp.asarray(False))
+                    eps=jnp.zeros((), dt), eps_shrink=jnp.zeros((), dt), from_all=jnp.asarray(False),
+                    work=jnp.zeros((), dt))
 
     # -- state
     def init(self, pb: Problem, start: Start) -> CSState:
@@ -166,12 +167,11 @@ class CrammerSinger(Method):
         visit = jnp.where((cs > 0) & (qd > 0), K, 0).astype(jnp.int32)
         cold = dict(wt=jnp.zeros((pb.d, K), dt), alpha=alpha, index=jnp.tile(jnp.arange(K, dtype=jnp.int32), (n, 1)),
                     act=visit, key=jax.random.key_data(make_key(self.seed)), eps=eps,
-                    eps_shrink=jnp.maximum(10.0 * eps, 1.0), from_all=jnp.asarray(True))
+                    eps_shrink=jnp.maximum(10.0 * eps, 1.0), from_all=jnp.asarray(True), work=jnp.zeros((), dt))
         resume = (start.level & RESUME) != 0
         st = {k: jnp.where(resume, start.aux[k], v) for k, v in cold.items()}
         return CSState(**st, info=info, visit=visit, rows=_mcsvm.rows(pb.op), y=y, done=jnp.asarray(False),
-                       crit=jnp.asarray(jnp.inf, dt), work=jnp.zeros((), dt),
-                       full=jnp.maximum(jnp.sum(visit, dtype=dt), 1.0))
+                       crit=jnp.asarray(jnp.inf, dt), full=jnp.maximum(jnp.sum(visit, dtype=dt), 1.0))
 
     def step(self, pb: Problem, st: CSState) -> CSState:
         key, sub = jax.random.split(wrap(st.key))
@@ -220,7 +220,7 @@ class CrammerSinger(Method):
 
     def carry(self, pb, st: CSState) -> Start:
         aux = dict(wt=st.wt, alpha=st.alpha, index=st.index, act=st.act, key=st.key, eps=st.eps,
-                   eps_shrink=st.eps_shrink, from_all=st.from_all)
+                   eps_shrink=st.eps_shrink, from_all=st.from_all, work=st.work)
         dt = st.wt.dtype
         return Start(jnp.zeros((pb.d,), dt), jnp.zeros((), dt), jnp.zeros((pb.n,), dt), jnp.asarray(0, jnp.int32),
                      aux)
