@@ -76,15 +76,14 @@ def _ffi_pass(wt, alpha, info, rows, y, index, act, bits):
     return call(wt, alpha, info, rows["vals"], rows["cols"], rows["ptr"], y, index, act, bits)
 
 
-def pass_(wt, alpha, info, rows, y, index, act, key, native: bool):
-    """One pass from a jax.random key: (wt, alpha, index, act, stats), stats = [the largest
-    max G - min G over the rows that moved (-inf: none), the active classes summed over the rows
-    visited]. ``native``: the compiled kernel (its own order from the key's bits), else
-    ``xla_pass`` over ``random_order``."""
+def pass_(wt, alpha, info, rows, y, index, act, bits, native: bool):
+    """One pass: (wt, alpha, index, act, stats), stats = [the largest max G - min G over the rows that
+    moved (-inf: none), the active classes summed over the rows visited]. ``bits`` (2,) uint32 seed the
+    pass's random order. ``native``: the compiled kernel, else ``xla_pass`` over ``random_order``."""
     if native:
-        out = _ffi_pass(wt, alpha, info, rows, y, index, act, jax.random.bits(key, (2,), jnp.uint32))
+        out = _ffi_pass(wt, alpha, info, rows, y, index, act, bits)
         return out[:4] + out[5:]
-    order, count = random_order(key, act)
+    order, count = random_order(jax.random.wrap_key_data(bits), act)
     return xla_pass(wt, alpha, info, rows, y, index, act, order, count)
 
 

@@ -64,14 +64,14 @@ def dataset(name, rows=None):
     return (X, y) if rows is None else (X[:rows], y[:rows])
 
 
-CASES = {"pendigits": None, "letter.scale": 3000}
+CASES = {"pendigits": 4000, "letter.scale": 2000}
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_float64_matches_liblinear_optimum(name):
     """float64, tol 1e-8: P equals the objective of LIBLINEAR -s 4's W (-e 1e-5, evaluated here) to
-    1e-6 relative; P recomputed in numpy from W, D from the returned alpha (feasible); D <= LIBLINEAR's
-    objective <= P (1 + 1e-7)."""
+    1e-6 relative; P recomputed in numpy from W, D from the returned alpha (feasible); D below LIBLINEAR's
+    objective, P not below it by more than LIBLINEAR's own accuracy (1e-6)."""
     X, y = dataset(name, CASES[name])
     classes = np.unique(y)
     W, b = liblinear(X, y)
@@ -82,7 +82,7 @@ def test_float64_matches_liblinear_optimum(name):
     assert abs(P - ref) <= 1e-6 * ref
     assert objective(X, y, np.asarray(r.w), np.asarray(r.b), 1.0, classes, bias=1.0) == pytest.approx(P, rel=1e-12)
     assert dual(X, y, r.extras["alpha"], 1.0, classes, bias=1.0) == pytest.approx(D, rel=1e-10)
-    assert D <= ref and ref <= P * (1 + 1e-7)
+    assert D <= ref and P >= ref * (1 - 1e-6)  # D below LIBLINEAR's optimum, P not below it (to its accuracy)
 
 
 def test_float32_default_tol():
@@ -109,11 +109,11 @@ def test_no_intercept_weights_and_empty_rows():
     classes = np.unique(y)
     s = np.ones(len(y))
     s[:50] = 2.0
-    kw = dict(strategy="crammer_singer", fit_intercept=False, dtype="float64", tol=1e-9)
+    kw = dict(strategy="crammer_singer", fit_intercept=False, dtype="float64", tol=1e-8)
     r = svmopt.solve_multiclass(X, y, sample_weight=s, **kw)
     twice = svmopt.solve_multiclass(sp.vstack([X, X[:50]]).tocsr(), np.concatenate([y, y[:50]]), **kw)
     assert r.status == twice.status == Status.CONVERGED
-    assert float(r.primal_objective) == pytest.approx(float(twice.primal_objective), rel=1e-7)
+    assert float(r.primal_objective) == pytest.approx(float(twice.primal_objective), rel=2e-8)
     assert np.all(np.asarray(r.b) == 0)
     assert dual(X, y, r.extras["alpha"], 1.0, classes, s=s) == pytest.approx(float(r.dual_objective), rel=1e-10)
     W, _ = liblinear(X[:-3], y[:-3], bias=None)
@@ -136,9 +136,9 @@ def test_compiled_pass_equals_jax_pass(layout):
     rows in the order the kernel reports: the same weights, duals, active sets and statistics (float64)."""
     if not _mcsvm.available():
         pytest.skip("the compiled pass (svmopt._mcsvm_ffi) is not built")
-    X, y = dataset("letter.scale", 600)
+    X, y = dataset("letter.scale", 300)
     p = plan.crammer_singer(X, y, method=crammer_singer, intercept_scaling=1.0, dtype="float64", layout=layout)
-    st = p.method.init(p.pb, p.start)
+    st = jax.jit(p.method.init)(p.pb, p.start)
     ffi = jax.jit(lambda st, bits: _mcsvm._ffi_pass(st.wt, st.alpha, st.info, st.rows, st.y, st.index, st.act, bits))
     xla = jax.jit(lambda st, order, count: _mcsvm.xla_pass(st.wt, st.alpha, st.info, st.rows, st.y, st.index,
                                                            st.act, order, count))
@@ -158,15 +158,17 @@ def test_compiled_pass_equals_jax_pass(layout):
         b = b._replace(wt=out[0], alpha=out[1], index=out[2], act=out[3])
 
 
-def test_jax_path_solves():
-    """impl="xla" (the pure-JAX pass, which accelerators run) certifies the same optimum."""
-    X, y = dataset("pendigits", 1500)
-    kw = dict(strategy="crammer_singer", intercept_scaling=1.0, dtype="float64", tol=1e-6)
+@pytest.mark.parametrize("rows", [400, pytest.param(3000, marks=pytest.mark.slow)])
+def test_jax_path_solves(rows):
+    """impl="xla" (the pure-JAX pass, which accelerators run) certifies the compiled pass's optimum."""
+    X, y = dataset("pendigits", rows)
+    kw = dict(strategy="crammer_singer", intercept_scaling=1.0, dtype="float64", tol=1e-5)
     a = svmopt.solve_multiclass(X, y, impl="xla", **kw)
     assert a.status == Status.CONVERGED
     if _mcsvm.available():
         b = svmopt.solve_multiclass(X, y, impl="ffi", **kw)
-        assert float(a.primal_objective) == pytest.approx(float(b.primal_objective), rel=2e-6)
+        assert b.status == Status.CONVERGED
+        assert float(a.primal_objective) == pytest.approx(float(b.primal_objective), rel=2e-5)
 
 
 def test_estimator_matches_linearsvc():
@@ -176,12 +178,12 @@ def test_estimator_matches_linearsvc():
     from sklearn.svm import LinearSVC
     import warnings
 
-    X, y = dataset("letter.scale", 4000)
+    X, y = dataset("letter.scale", 2500)
     Xt, yt = dataset("letter.scale.t", 2000)
     ours = SVMClassifier(multi_class="crammer_singer").fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = LinearSVC(multi_class="crammer_singer", random_state=0, tol=1e-5, max_iter=20000).fit(X, y)
+        theirs = LinearSVC(multi_class="crammer_singer", random_state=0).fit(X, y)
     assert ours.coef_.shape == theirs.coef_.shape and ours.intercept_.shape == theirs.intercept_.shape
     assert abs(ours.score(Xt, yt) - theirs.score(Xt, yt)) <= 0.01
     assert np.mean(ours.predict(Xt) == theirs.predict(Xt)) >= 0.98
