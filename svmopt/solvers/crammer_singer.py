@@ -96,6 +96,7 @@ class CrammerSinger(Method):
 
     name = "crammer_singer"
     certify_work = 2.0  # check the gap once the passes since the last check did 2 full passes' work
+    pass_overhead = 2000  # a pass's fixed cost (a driver step), in active classes of rows visited
     polish_steps = (0, 0)
     batchable = False
 
@@ -182,7 +183,8 @@ class CrammerSinger(Method):
                                                     self.native(pb))
         stop = stats[0]
         # (the restoring pass does not count: it would bring the next check forward, and the next restore)
-        work = jnp.where(st.work >= self.certify_work, 0.0, st.work) + jnp.where(fresh, 0.0, stats[1] / st.full)
+        done_work = (stats[1] + self.pass_overhead) / st.full
+        work = jnp.where(st.work >= self.certify_work, 0.0, st.work) + jnp.where(fresh, 0.0, done_work)
         # LIBLINEAR's rule between passes
         below = stop < st.eps_shrink
         done = below & (stop < st.eps) & (st.from_all | fresh)
