@@ -1,10 +1,10 @@
 """One plan for every entry point: what to solve, validated, and how to run it.
 
-Every entry point (``solve`` with one C or a grid, ``path``, ``solve_multiclass`` one-vs-rest and
-one-vs-one, the ranking SVMs, the estimators and the command line through them, and a solve traced
-inside a user's ``jit`` / ``vmap`` / ``grad``) builds a ``Plan`` here, hands it to the one stage
-runner (``svmopt.stages.run``) and turns what comes back into a Result (``svmopt.finish``). A plan
-holds:
+Every entry point (``solve`` with one C or a grid, ``path``, ``solve_multiclass`` one-vs-rest,
+one-vs-one and Crammer-Singer, the ranking SVMs, the estimators and the command line through them,
+and a solve traced inside a user's ``jit`` / ``vmap`` / ``grad``) builds a ``Plan`` here, hands it to
+the one stage runner (``svmopt.stages.run``) and turns what comes back into a Result
+(``svmopt.finish``). A plan holds:
 
 * the validated data as an operator, the targets and their mapping back (``classes``),
 * the ``Problem`` (its batched leaves carry a leading axis of ``size``: C for a grid, the labels
@@ -13,7 +13,8 @@ holds:
 * the start, the iteration cap, row buckets, devices and the batch mode.
 
 Targets are mapped in one step (``targets``): two labels to -1/+1 (the larger is +1), K labels to K
-one-vs-rest rows, ordered ranks to codes. Nothing else in the plan assumes labels in {-1, +1}.
+one-vs-rest rows (Crammer-Singer: their class codes), ordered ranks to codes. Nothing else in the
+plan assumes labels in {-1, +1}.
 """
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ def dual(X, y, alpha, C, classes, bias=None, s=None):
 
 def liblinear(X, y, C=1.0, bias=1.0, eps=1e-5):
     """LIBLINEAR -s 4's (W (K, d), b (K,)) in sorted-label order."""
-    m = ll.train(ll.problem(y, X, bias=bias if bias else -1), f"-s 4 -c {C} -e {eps} -q" + (f" -B {bias}" if bias else ""))
+    opts = f"-s 4 -c {C} -e {eps} -q" + (f" -B {bias}" if bias else "")
+    m = ll.train(ll.problem(y, X, bias=bias if bias else -1), opts)
     K, d = m.get_nr_class(), m.get_nr_feature()
     rows = d + (1 if bias else 0)
     w = np.ctypeslib.as_array(m.w, shape=(rows * K,)).reshape(rows, K).T[np.argsort(m.get_labels())]
@@ -127,7 +128,8 @@ def test_free_intercept_refused():
     with pytest.raises(ValueError, match="intercept_scaling"):
         svmopt.solve_multiclass(X, y, strategy="crammer_singer")
     with pytest.raises(ValueError, match="crammer_singer"):
-        svmopt.solve_multiclass(X, y, strategy="crammer_singer", intercept_scaling=1.0, loss=svmopt.losses.squared_hinge)
+        svmopt.solve_multiclass(X, y, strategy="crammer_singer", intercept_scaling=1.0,
+                                loss=svmopt.losses.squared_hinge)
 
 
 @pytest.mark.parametrize("layout", ["dense", "sparse"])

@@ -26,8 +26,9 @@ every row and class (``restore``).
 The status contract: when the pass rule fires, the loop certifies the relative gap (P - D)/|P| with
 P from X W and D from X^T alpha computed afresh; above ``tol`` (default 1e-3), ``tighten`` divides
 eps by 10, restores every row and refreshes W from alpha (float32 drift). The gap is also checked
-once the passes since the last check did about ``certify_work`` full passes' work. LIBLINEAR's
-defaults: eps = 0.1, at most 100000 passes.
+once the passes since the last check did ``certify_work`` (2) full passes' work, a pass counting the
+active classes of the rows it visits plus ``pass_overhead`` (its fixed cost). LIBLINEAR's defaults:
+eps = 0.1, at most 100000 passes.
 
 The problem is built by ``svmopt.plan.crammer_singer`` (``svmopt.solve_multiclass(...,
 strategy="crammer_singer")``): ``pb.y`` holds the class codes 0..K-1 and ``n_classes`` K. Sample
@@ -37,6 +38,7 @@ weights scale C per row. There is no free intercept: LIBLINEAR's bias feature
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -118,6 +120,9 @@ class CrammerSinger(Method):
             raise ValueError("crammer_singer(impl='ffi') needs the compiled pass (svmopt._mcsvm_ffi, built by "
                              "`pip install -e .`) and float32/float64 data on the CPU; here: "
                              f"built={_mcsvm.available()}, dtype={pb.dtype}, platform={platform(pb)!r}")
+        if not self.native(pb) and platform(pb) != "cpu":
+            warnings.warn(f"crammer_singer on {platform(pb)}: the pure-JAX pass takes a few kernel launches per row "
+                          "(slow there); the compiled pass runs on the CPU", UserWarning, stacklevel=3)
         check_positive(self, "eps")
         seed = concrete(self.seed)
         if not (isinstance(self.seed, jax.Array) and jnp.issubdtype(self.seed.dtype, jax.dtypes.prng_key)):
@@ -190,7 +195,8 @@ class CrammerSinger(Method):
         done = below & (stop < st.eps) & (st.from_all | fresh)
         reset = below & ~done
         return st._replace(wt=wt, alpha=alpha, index=index, act=jnp.where(reset, st.visit, act),
-                           key=st.key + jnp.asarray([0, 1], jnp.uint32), crit=stop, done=done, from_all=below, work=work,
+                           key=st.key + jnp.asarray([0, 1], jnp.uint32), crit=stop, done=done, from_all=below,
+                           work=work,
                            eps_shrink=jnp.where(reset, jnp.maximum(st.eps_shrink / 2, st.eps), st.eps_shrink))
 
     def check(self, pb, st: CSState):
