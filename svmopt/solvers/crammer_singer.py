@@ -20,8 +20,8 @@ kernel and the same steps in JAX.
 
 LIBLINEAR restores the shrunk rows and classes only once a shrunk pass's largest spread falls below
 eps_shrink; where the shrunk problem stays far from solved, that can take thousands of passes while
-the dual creeps. So the pass after each periodic gap check that did not certify (below) also visits
-every row and class (``restore``).
+the dual creeps. So each periodic gap check (below) comes after a pass that visits every row and
+class again (``restore``): the primal of W is then measured with no row left stale.
 
 The status contract: when the pass rule fires, the loop certifies the relative gap (P - D)/|P| with
 P from X W and D from X^T alpha computed afresh; above ``tol`` (default 1e-3), ``tighten`` divides
@@ -71,6 +71,7 @@ class CSState(NamedTuple):
     done: Any
     crit: Any  # the last pass's stop value
     work: Any  # passes' work since the last periodic certificate, in full passes
+    due: Any  # the periodic gap check follows this pass
     full: Any  # the work of a full pass: sum of visit
 
 
@@ -85,8 +86,8 @@ class CrammerSinger(Method):
     n_classes  K (static; set by ``svmopt.plan.crammer_singer``)
     impl       "auto" (default: the compiled pass of ``svmopt._mcsvm`` on the CPU where it is built),
                "xla" (the pure-JAX pass), "ffi" (the compiled pass; an error where it is missing)
-    restore    True (default): the pass after a periodic gap check that did not certify visits every
-               row and class again; False: only LIBLINEAR's rule restores them (its passes exactly)
+    restore    True (default): each periodic gap check comes after a pass that visits every row and
+               class again; False: only LIBLINEAR's rule restores them (its passes exactly)
     """
 
     tol: float = 1e-3
@@ -177,10 +178,11 @@ class CrammerSinger(Method):
         resume = (start.level & RESUME) != 0
         st = {k: jnp.where(resume, start.aux[k], v) for k, v in cold.items()}
         return CSState(**st, info=info, visit=visit, rows=_mcsvm.rows(pb.op), y=y, done=jnp.asarray(False),
-                       crit=jnp.asarray(jnp.inf, dt), full=jnp.maximum(jnp.sum(visit, dtype=dt), 1.0))
+                       crit=jnp.asarray(jnp.inf, dt), due=jnp.asarray(False), full=jnp.maximum(jnp.sum(visit, dtype=dt), 1.0))
 
     def step(self, pb: Problem, st: CSState) -> CSState:
-        # a periodic certificate ran after the last pass and did not certify: this pass visits every row
+        # the passes since the last gap check did their share of work: this pass visits every row (restore),
+        # and the check follows it (its primal then has no stale rows)
         fresh = (st.work >= self.certify_work) & self.restore
         act = jnp.where(fresh, st.visit, st.act)
         # (a counter, not a jax.random split per pass: threefry cost half as much as a late pass)
@@ -194,7 +196,8 @@ class CrammerSinger(Method):
         below = stop < st.eps_shrink
         done = below & (stop < st.eps) & (st.from_all | fresh)
         reset = below & ~done
-        return st._replace(wt=wt, alpha=alpha, index=index, act=jnp.where(reset, st.visit, act),
+        due = fresh | (~self.restore & (work >= self.certify_work))
+        return st._replace(wt=wt, alpha=alpha, index=index, act=jnp.where(reset, st.visit, act), due=due,
                            key=st.key + jnp.asarray([0, 1], jnp.uint32), crit=stop, done=done, from_all=below,
                            work=work,
                            eps_shrink=jnp.where(reset, jnp.maximum(st.eps_shrink / 2, st.eps), st.eps_shrink))
@@ -205,8 +208,9 @@ class CrammerSinger(Method):
     def certify_due(self, pb, st: CSState, k):
         """The gap check costs about two passes over every row and class (X W and X^T alpha), while
         shrinking makes late passes visit a few classes of a few rows: check once the passes since
-        the last check did ``certify_work`` full passes' work."""
-        return st.work >= self.certify_work
+        the last check did ``certify_work`` full passes' work (with ``restore``, after the pass over
+        every row that follows them)."""
+        return st.due
 
     def tighten(self, pb, st: CSState):
         # W is refreshed from alpha: the passes' updates drift from X^T alpha by round-off
