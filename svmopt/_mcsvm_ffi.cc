@@ -82,7 +82,56 @@ __attribute__((noinline)) void Sweep(const T* __restrict vals, const int32_t* __
   T* D = s.D.data();
   const T inf = std::numeric_limits<T>::infinity();
   T stop = -inf, work = 0;
+  // The rows come in random order, so their records and the weights they touch miss the cache; the
+  // order is known ahead, so they are prefetched (written out here: GCC drops prefetch-only helpers,
+  // see _dcd_ffi.cc): a row's records kFar rows ahead, its entries kNear ahead, and (sparse rows) the
+  // weight blocks of its first kEntries entries kW ahead, once its columns have arrived.
+  constexpr size_t kFar = 16, kNear = 8, kW = 3;
+  constexpr int64_t kLine = 64, kLines = 16, kEntries = 64;
+  const int64_t dense_bytes = std::min<int64_t>(d * int64_t(sizeof(T)), kLine * kLines);
+  const int64_t block = K * int64_t(sizeof(T));  // one feature's K weights
   for (size_t k = 0; k < count; ++k) {
+    if (k + kFar < count) {
+      const int64_t f = order[k + kFar];
+      __builtin_prefetch(info + 2 * f);
+      __builtin_prefetch(Y + f);
+      __builtin_prefetch(act + f);
+      __builtin_prefetch(index + f * K);
+      __builtin_prefetch(reinterpret_cast<const char*>(index + f * K) + K * int64_t(sizeof(int32_t)) - 1);
+      __builtin_prefetch(alpha + f * K);
+      __builtin_prefetch(reinterpret_cast<const char*>(alpha + f * K) + block - 1);
+      if constexpr (!kDense) __builtin_prefetch(ptr + f);
+    }
+    if (k + kNear < count) {
+      const int64_t r = order[k + kNear];
+      if constexpr (kDense) {
+        const char* v = reinterpret_cast<const char*>(vals + r * d);
+        for (int64_t o = 0; o < dense_bytes; o += kLine) __builtin_prefetch(v + o);
+        __builtin_prefetch(v + dense_bytes - 1);
+      } else {
+        const int64_t len = ptr[r + 1] - ptr[r];
+        const char* v = reinterpret_cast<const char*>(vals + ptr[r]);
+        const char* c = reinterpret_cast<const char*>(cols + ptr[r]);
+        const int64_t vb = std::min<int64_t>(len * int64_t(sizeof(T)), kLine * kLines);
+        const int64_t cb = std::min<int64_t>(len * int64_t(sizeof(int32_t)), kLine * kLines);
+        for (int64_t o = 0; o < vb; o += kLine) __builtin_prefetch(v + o);
+        if (vb > 0) __builtin_prefetch(v + vb - 1);
+        for (int64_t o = 0; o < cb; o += kLine) __builtin_prefetch(c + o);
+        if (cb > 0) __builtin_prefetch(c + cb - 1);
+      }
+    }
+    if constexpr (!kDense) {
+      if (k + kW < count) {
+        const int64_t r = order[k + kW];
+        const int32_t end = std::min<int32_t>(ptr[r + 1], ptr[r] + int32_t(kEntries));
+        for (int32_t p = ptr[r]; p < end; ++p) {
+          const int64_t j = std::min<uint32_t>(uint32_t(cols[p]), uint32_t(d - 1));
+          const char* wj = reinterpret_cast<const char*>(wt + j * K);
+          __builtin_prefetch(wj);
+          __builtin_prefetch(wj + block - 1);
+        }
+      }
+    }
     const int64_t i = order[k];
     const T C = info[2 * i], A = info[2 * i + 1];
     const int32_t y = Y[i];
