@@ -129,11 +129,12 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
         return solve_ovo(X, y, C=C, kernel=kernel, sample_weight=sample_weight, dtype=dtype, max_iter=max_iter,
                          throw=throw, devices=devices, batch=batch, verbose=verbose, **kw)
     if strategy == "crammer_singer":
-        return _crammer_singer(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
-                               intercept_scaling=intercept_scaling, sample_weight=sample_weight, tol=tol,
-                               max_iter=max_iter, dtype=dtype, throw=throw, kernel=kernel, devices=devices,
-                               verbose=verbose, layout=layout, history=history, record_every=record_every,
-                               method_params=method_params)
+        res, p = _crammer_singer(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, tol=tol,
+                                 max_iter=max_iter, dtype=dtype, throw=throw, kernel=kernel, devices=devices,
+                                 verbose=verbose, layout=layout, history=history, record_every=record_every,
+                                 method_params=method_params)
+        return finish.report(res, p, throw, " (Crammer-Singer)")
     if strategy != "ovr":
         raise ValueError("strategy must be 'ovr' (one-vs-rest), 'ovo' (one-vs-one) or 'crammer_singer', "
                          f"got {strategy!r}")
@@ -156,7 +157,7 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
 
 def _crammer_singer(X, y, *, loss, reg, method, C, fit_intercept, intercept_scaling, sample_weight, tol, max_iter,
                     dtype, throw, kernel, devices, verbose, layout, history, record_every, method_params):
-    """``solve_multiclass(strategy="crammer_singer")``: the plan, the stage runner, the Result."""
+    """``solve_multiclass(strategy="crammer_singer")``: the plan, the stage runner, (Result, plan)."""
     if loss is not hinge or not reg.is_l2 or kernel is not None or devices is not None:
         raise ValueError("strategy='crammer_singer' is its own linear l2 problem (LIBLINEAR -s 4) on one device; "
                          f"got loss={loss!r}, reg={reg!r}, kernel={kernel!r}, devices={devices!r}: leave them at "
@@ -177,4 +178,4 @@ def _crammer_singer(X, y, *, loss, reg, method, C, fit_intercept, intercept_scal
     res.loss = "crammer_singer"
     if intercept_scaling is None:  # no intercept: one b per class all the same
         res.b = np.zeros(len(p.classes), np.asarray(res.w).dtype)
-    return finish.report(res, p, throw, " (Crammer-Singer)")
+    return res, p

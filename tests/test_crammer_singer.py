@@ -123,10 +123,17 @@ def test_no_intercept_weights_and_empty_rows():
     assert abs(float(plain.primal_objective) - ref) <= 1e-6 * ref
 
 
-def test_free_intercept_refused():
+def test_refusals_and_warnings():
+    """A free intercept is refused naming intercept_scaling; a run stopped by max_iter warns where the user
+    called, or raises with throw=True."""
     X, y = dataset("letter.scale", 200)
     with pytest.raises(ValueError, match="intercept_scaling"):
         svmopt.solve_multiclass(X, y, strategy="crammer_singer")
+    with pytest.warns(svmopt.ConvergenceWarning, match="max_iter") as caught:
+        r = svmopt.solve_multiclass(X, y, strategy="crammer_singer", fit_intercept=False, max_iter=2)
+    assert r.status == Status.MAX_ITER and caught[0].filename == __file__
+    with pytest.raises(svmopt.SolverError, match="Crammer-Singer"):
+        svmopt.solve_multiclass(X, y, strategy="crammer_singer", fit_intercept=False, max_iter=2, throw=True)
     with pytest.raises(ValueError, match="crammer_singer"):
         svmopt.solve_multiclass(X, y, strategy="crammer_singer", intercept_scaling=1.0,
                                 loss=svmopt.losses.squared_hinge)
