@@ -25,7 +25,7 @@ from jax import lax
 
 from . import _ffi
 
-__all__ = ["available", "supports", "rows", "pass_", "xla_pass", "random_order"]
+__all__ = ["available", "supports", "rows", "pass_", "ffi_pass", "xla_pass", "random_order"]
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 TINY_SPREAD = 1e-12  # LIBLINEAR: a row whose max G - min G is at most this does not move
@@ -50,7 +50,7 @@ def _self_test() -> bool:
                                 ptr=np.array([0, 1], np.int32)),
                            np.zeros(1, np.int32), np.array([[0, 1]], np.int32), np.array([2], np.int32),
                            np.zeros(2, np.uint32)), cpu)
-    wt, alpha, index, act, order, stats = jax.jit(_ffi_pass)(*args)
+    wt, alpha, index, act, order, stats = jax.jit(ffi_pass)(*args)
     return bool(np.allclose(np.asarray(alpha), [[0.5, -0.5]]) and np.allclose(np.asarray(wt), [[0.5, -0.5], [0, 0]])
                 and int(act[0]) == 2 and int(order[0]) == 0 and float(stats[0]) == 1.0)
 
@@ -64,7 +64,9 @@ def rows(op):
     return dict(vals=op.dense(), cols=empty, ptr=empty)
 
 
-def _ffi_pass(wt, alpha, info, rows, y, index, act, bits):
+def ffi_pass(wt, alpha, info, rows, y, index, act, bits):
+    """The compiled pass (after ``available()``): (wt, alpha, index, act, order, stats), ``order`` the
+    rows it visited in its order (-1 after them); ``bits`` (2,) uint32 seed that order."""
     dt = wt.dtype
     n = act.shape[0]
     call = jax.ffi.ffi_call(
@@ -81,7 +83,7 @@ def pass_(wt, alpha, info, rows, y, index, act, bits, native: bool):
     moved (-inf: none), the active classes summed over the rows visited]. ``bits`` (2,) uint32 seed the
     pass's random order. ``native``: the compiled kernel, else ``xla_pass`` over ``random_order``."""
     if native:
-        out = _ffi_pass(wt, alpha, info, rows, y, index, act, bits)
+        out = ffi_pass(wt, alpha, info, rows, y, index, act, bits)
         return out[:4] + out[5:]
     order, count = random_order(jax.random.wrap_key_data(bits), act)
     return xla_pass(wt, alpha, info, rows, y, index, act, order, count)

@@ -150,7 +150,7 @@ def test_compiled_pass_equals_jax_pass(layout):
     X, y = dataset("letter.scale", 300)
     p = plan.crammer_singer(X, y, method=crammer_singer, intercept_scaling=1.0, dtype="float64", layout=layout)
     st = jax.jit(p.method.init)(p.pb, p.start)
-    ffi = jax.jit(lambda st, bits: _mcsvm._ffi_pass(st.wt, st.alpha, st.info, st.rows, st.y, st.index, st.act, bits))
+    ffi = jax.jit(lambda st, bits: _mcsvm.ffi_pass(st.wt, st.alpha, st.info, st.rows, st.y, st.index, st.act, bits))
     xla = jax.jit(lambda st, order, count: _mcsvm.xla_pass(st.wt, st.alpha, st.info, st.rows, st.y, st.index,
                                                            st.act, order, count))
 
