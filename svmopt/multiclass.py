@@ -176,6 +176,6 @@ def _crammer_singer(X, y, *, loss, reg, method, C, fit_intercept, intercept_scal
     out = stages.run(p, history=history, record_every=run["record_every"], verbose=run["verbose"])
     res = finish.result(p, out, MulticlassResult)
     res.loss = "crammer_singer"
-    if intercept_scaling is None:  # no intercept: one b per class all the same
+    if intercept_scaling is None:  # no intercept: b = 0 for every class
         res.b = np.zeros(len(p.classes), np.asarray(res.w).dtype)
     return res, p

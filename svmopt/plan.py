@@ -41,8 +41,7 @@ from .solvers.auto import Auto, auto
 from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
 
 __all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "crammer_singer", "one_vs_one",
-           "ordinal", "traced",
-           "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
+           "ordinal", "traced", "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
 
 
 @dataclasses.dataclass
