@@ -48,7 +48,7 @@ import numpy as np
 
 import jax
 
-from . import _csr, _dcd, _ffi, _l1cd
+from . import _csr, _dcd, _ffi, _l1cd, _mcsvm
 
 __all__ = ["program_key", "usable", "load", "store", "folder", "compile_events", "fresh", "custom_calls", "MAX_BYTES"]
 
@@ -152,7 +152,8 @@ def _environment() -> str:
              devs[0].client.platform_version, repr(sorted({d.device_kind for d in devs})), str(len(devs)),
              str(jax.process_count()), os.environ.get("XLA_FLAGS", "")]
     if jax.default_backend() == "cpu":  # the lowering uses the custom calls where they are built
-        parts += [f"csr_ffi={_csr.ffi_available()}", f"dcd_ffi={_dcd.available()}", f"l1cd_ffi={_l1cd.available()}"]
+        parts += [f"csr_ffi={_csr.ffi_available()}", f"dcd_ffi={_dcd.available()}", f"l1cd_ffi={_l1cd.available()}",
+                  f"mcsvm_ffi={_mcsvm.available()}"]
     return "|".join(parts)
 
 

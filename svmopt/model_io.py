@@ -19,6 +19,9 @@ A precomputed-kernel model (kernel "precomputed", LIBSVM's -t 4) stores its supp
 their training row indices, sv (n_sv, 1), and n_features is its number of training rows n (the
 columns K(test, train) has); its kernel parameter is that n.
 
+A Crammer-Singer model (kind "crammer_singer", ``solve_multiclass(strategy="crammer_singer")``) is
+linear with w (K, d) and b (K,) as one-vs-rest, and its report () (one joint problem).
+
 One-vs-one kernel models (kind "ovo", ``svmopt.multiclass_kernel.OvOModel``) have K >= 2 classes
 and P = K(K-1)/2 pair problems in LIBSVM's order (0/1, 0/2, ..., 1/2, ...), which the
 reader derives from K; pair (i, j) votes classes[i] when its decision value is > 0.
@@ -28,7 +31,8 @@ binary model's arrays without classes.
 
 Header (JSON object), format version 1:
 
-  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo" | "regression" | "oneclass",
+  format "svmopt-model", version 1, svmopt_version, kind "binary" | "ovr" | "ovo" | "crammer_singer" |
+  "regression" | "oneclass",
   model "linear" | "kernel", n_features, method, loss (its repr, e.g. "lp_hinge(p=1.5)"),
   reg (repr or null), C, intercept_scaling (null: free intercept), kernel
   ({"name", "params"} or null), estimator (an SVMClassifier's parameters or null),
@@ -111,7 +115,7 @@ def _kernel_spec(kernel):
     return {"name": kernel.name, "params": {k: np.asarray(v).item() for k, v in kernel.params.items()}}
 
 
-_KINDS_OF_MODEL = ("binary", "ovr", "ovo", "regression", "oneclass")
+_KINDS_OF_MODEL = ("binary", "ovr", "ovo", "crammer_singer", "regression", "oneclass")
 
 
 def _single_kind(model) -> str:
@@ -152,6 +156,7 @@ def save_model(model, path, *, key=None) -> Path:
 
     ovo = isinstance(model, OvOModel)
     ovr = isinstance(model, MulticlassResult)
+    cs = ovr and np.ndim(model.status) == 0  # Crammer-Singer: one joint problem
     if not (ovr or ovo) and np.ndim(model.status) != 0:
         raise ValueError("a batched Result (solve over an array of C) holds several models; "
                          "save one, e.g. pick index k of w, b")
@@ -182,7 +187,7 @@ def save_model(model, path, *, key=None) -> Path:
     arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # the reader streams C order
     header = {
         "format": FORMAT, "version": VERSION, "svmopt_version": _version(),
-        "kind": "ovo" if ovo else "ovr" if ovr else _single_kind(model),
+        "kind": "ovo" if ovo else "crammer_singer" if cs else "ovr" if ovr else _single_kind(model),
         "model": "linear" if kernel is None else "kernel",
         "n_features": int(n_features), "method": model.method, "loss": model.loss,
         "reg": None if estimator is None else estimator.get("reg"),
@@ -368,6 +373,8 @@ def _check_header(path, h: dict) -> dict:
         raise bad(f"model {h['model']!r} is not 'linear' or 'kernel'")
     if h["kind"] == "ovo" and h["model"] != "kernel":
         raise bad(f"a one-vs-one model is a kernel model, not {h['model']!r}")
+    if h["kind"] == "crammer_singer" and h["model"] != "linear":
+        raise bad(f"a Crammer-Singer model is linear, not {h['model']!r}")
     if not (_is_int(h["n_features"]) and h["n_features"] >= 0):
         raise bad(f"n_features {h['n_features']!r} is not a non-negative integer")
     if not (h["reg"] is None or type(h["reg"]) is str):
@@ -443,7 +450,7 @@ def _check_model(path, h, a) -> dict:
     def bad(msg):
         return ModelFileError(path, f"invalid model: {msg}")
 
-    multi, kernel, d = h["kind"] in ("ovr", "ovo"), h["model"] == "kernel", h["n_features"]
+    multi, kernel, d = h["kind"] in ("ovr", "ovo", "crammer_singer"), h["model"] == "kernel", h["n_features"]
     need = {"b", *_REPORT} | ({"classes"} if multi else set())
     if not kernel:
         need |= {"w"}
@@ -465,9 +472,11 @@ def _check_model(path, h, a) -> dict:
     lead = (a["classes"].shape[0],) if multi else ()
     if h["kind"] == "ovo":  # one problem per pair of classes
         lead = (lead[0] * (lead[0] - 1) // 2,)
+    one = () if h["kind"] == "crammer_singer" else lead  # the report's shape: one joint problem
     for name in ("b", *_REPORT, *(("prob_A", "prob_B") if "prob_A" in a else ())):
-        if a[name].shape != lead:
-            raise bad(f"{name} has shape {a[name].shape}; expected {lead}")
+        want = one if name in _REPORT else lead
+        if a[name].shape != want:
+            raise bad(f"{name} has shape {a[name].shape}; expected {want}")
     if not np.isin(a["status"], [s.value for s in Status]).all():
         raise bad(f"status {a['status'].tolist()} is not a status code {[s.value for s in Status]}")
     if (a["iterations"] < 0).any():
@@ -509,9 +518,10 @@ def _check_model(path, h, a) -> dict:
 
 
 def _to_result(path, header, a):
-    multi = header["kind"] in ("ovr", "ovo")
-    report = {k: a[k] if multi else a[k].item() for k in _REPORT}
-    if not multi:
+    multi = header["kind"] in ("ovr", "ovo", "crammer_singer")
+    single = header["kind"] in ("binary", "crammer_singer")  # one problem's report
+    report = {k: a[k].item() if single else a[k] for k in _REPORT}
+    if single:
         report["status"] = Status(int(report["status"]))
     kernel = sv = dual_coef = w = None
     if header["model"] == "kernel":

@@ -13,7 +13,9 @@ leave ("vmap"). Each class keeps its own status and iteration count. Prediction 
 the arg-max of the K decision values, as LIBLINEAR / scikit-learn's ``LinearSVC`` do.
 
 ``strategy="ovo"`` trains LIBSVM's one-vs-one kernel model instead
-(``svmopt.multiclass_kernel.solve_ovo``).
+(``svmopt.multiclass_kernel.solve_ovo``); ``strategy="crammer_singer"`` one joint problem over all
+classes (Crammer and Singer's multiclass SVM, LIBLINEAR's ``-s 4``, ``svmopt.solvers.crammer_singer``)
+with its own certified gap.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .losses import Loss, hinge
 from .regularizers import Regularizer, l2
 from .result import Result, SolverError, Status, warn_convergence
 from .solvers import Method, auto
+from .solvers.crammer_singer import CrammerSinger, crammer_singer
 
 __all__ = ["solve_multiclass", "MulticlassResult"]
 
@@ -44,6 +47,8 @@ class MulticlassResult(Result):
     row k is the problem "class ``classes[k]`` against the rest". Kernel models keep
     the union of the support vectors (n_sv, d) and dual_coef (K, n_sv).
     ``decision_function`` is (n, K); ``predict`` its arg-max mapped to ``classes``.
+    A Crammer-Singer model (``strategy="crammer_singer"``) is one joint problem: w (K, d) and
+    b (K,) as above, its objectives, gap, status and iterations scalars, extras["alpha"] (K, n).
     """
 
     def decision_function(self, X):
@@ -65,6 +70,8 @@ class MulticlassResult(Result):
     @property
     def message(self) -> str:
         st = np.asarray(self.status)
+        if st.ndim == 0:  # Crammer-Singer: one joint problem
+            return super().message
         if np.all(st == Status.CONVERGED):
             return f"all {st.size} one-vs-rest problems converged"
         parts = []
@@ -104,6 +111,12 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
 
     ``strategy="ovo"``: LIBSVM's one-vs-one kernel SVM (``svmopt.multiclass_kernel.solve_ovo``;
     the default kernel is rbf(1/d)); returns an ``OvOModel``.
+
+    ``strategy="crammer_singer"``: Crammer and Singer's joint problem (LIBLINEAR ``-s 4``, scikit-learn's
+    ``LinearSVC(multi_class="crammer_singer")``), method ``svmopt.solvers.crammer_singer`` (the default;
+    ``method_params`` such as eps configure it), one certified gap for all classes. Its intercept is
+    LIBLINEAR's bias feature: pass ``intercept_scaling`` (e.g. 1.0) or ``fit_intercept=False``; a free
+    intercept is refused. loss and reg stay at their defaults (the problem has its own loss).
     """
     if strategy == "ovo":
         if init is not None:
@@ -119,8 +132,16 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
             kw["method"] = method
         return solve_ovo(X, y, C=C, kernel=kernel, sample_weight=sample_weight, dtype=dtype, max_iter=max_iter,
                          throw=throw, devices=devices, batch=batch, verbose=verbose, **kw)
+    if strategy == "crammer_singer":
+        res, p = _crammer_singer(X, y, loss=loss, reg=reg, method=method, C=C, fit_intercept=fit_intercept,
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, tol=tol,
+                                 max_iter=max_iter, dtype=dtype, throw=throw, kernel=kernel, devices=devices,
+                                 verbose=verbose, layout=layout, history=history, record_every=record_every,
+                                 method_params=method_params)
+        return finish.report(res, p, throw, " (Crammer-Singer)")
     if strategy != "ovr":
-        raise ValueError(f"strategy must be 'ovr' (one-vs-rest) or 'ovo' (one-vs-one), got {strategy!r}")
+        raise ValueError("strategy must be 'ovr' (one-vs-rest), 'ovo' (one-vs-one) or 'crammer_singer', "
+                         f"got {strategy!r}")
     run = plan.check_run_args(history=history, record_every=record_every, verbose=verbose, throw=throw,
                               fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, layout=layout,
                               max_iter=max_iter, batch=batch, devices=devices)
@@ -136,3 +157,29 @@ def solve_multiclass(X, y, *, strategy: str = "ovr", loss: Loss = hinge, reg: Re
             raise SolverError(msg)
         warn_convergence(msg, stacklevel=3)
     return res
+
+
+def _crammer_singer(X, y, *, loss, reg, method, C, fit_intercept, intercept_scaling, sample_weight, tol, max_iter,
+                    dtype, throw, kernel, devices, verbose, layout, history, record_every, method_params):
+    """``solve_multiclass(strategy="crammer_singer")``: the plan, the stage runner, (Result, plan)."""
+    if loss is not hinge or not reg.is_l2 or kernel is not None or devices is not None:
+        raise ValueError("strategy='crammer_singer' is its own linear l2 problem (LIBLINEAR -s 4) on one device; "
+                         f"got loss={loss!r}, reg={reg!r}, kernel={kernel!r}, devices={devices!r}: leave them at "
+                         "their defaults")
+    if isinstance(method, str) and method == "auto" or method is auto:
+        method = crammer_singer
+    if not isinstance(method, CrammerSinger):
+        raise TypeError(f"strategy='crammer_singer' runs svmopt.solvers.crammer_singer, got method={method!r:.60}")
+    run = plan.check_run_args(history=history, record_every=record_every, verbose=verbose, throw=throw,
+                              fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, layout=layout,
+                              max_iter=max_iter)
+    method = plan.configure(method, tol, method_params)
+    p = plan.crammer_singer(X, y, method=method, C=C, fit_intercept=fit_intercept,
+                            intercept_scaling=intercept_scaling, sample_weight=sample_weight,
+                            max_iter=run["max_iter"], dtype=dtype, layout=layout)
+    out = stages.run(p, history=history, record_every=run["record_every"], verbose=run["verbose"])
+    res = finish.result(p, out, MulticlassResult)
+    res.loss = "crammer_singer"
+    if intercept_scaling is None:  # no intercept: b = 0 for every class
+        res.b = np.zeros(len(p.classes), np.asarray(res.w).dtype)
+    return res, p

@@ -1,10 +1,10 @@
 """One plan for every entry point: what to solve, validated, and how to run it.
 
-Every entry point (``solve`` with one C or a grid, ``path``, ``solve_multiclass`` one-vs-rest and
-one-vs-one, the ranking SVMs, the estimators and the command line through them, and a solve traced
-inside a user's ``jit`` / ``vmap`` / ``grad``) builds a ``Plan`` here, hands it to the one stage
-runner (``svmopt.stages.run``) and turns what comes back into a Result (``svmopt.finish``). A plan
-holds:
+Every entry point (``solve`` with one C or a grid, ``path``, ``solve_multiclass`` one-vs-rest,
+one-vs-one and Crammer-Singer, the ranking SVMs, the estimators and the command line through them,
+and a solve traced inside a user's ``jit`` / ``vmap`` / ``grad``) builds a ``Plan`` here, hands it to
+the one stage runner (``svmopt.stages.run``) and turns what comes back into a Result
+(``svmopt.finish``). A plan holds:
 
 * the validated data as an operator, the targets and their mapping back (``classes``),
 * the ``Problem`` (its batched leaves carry a leading axis of ``size``: C for a grid, the labels
@@ -13,7 +13,8 @@ holds:
 * the start, the iteration cap, row buckets, devices and the batch mode.
 
 Targets are mapped in one step (``targets``): two labels to -1/+1 (the larger is +1), K labels to K
-one-vs-rest rows, ordered ranks to codes. Nothing else in the plan assumes labels in {-1, +1}.
+one-vs-rest rows (Crammer-Singer: their class codes), ordered ranks to codes. Nothing else in the
+plan assumes labels in {-1, +1}.
 """
 from __future__ import annotations
 
@@ -39,9 +40,8 @@ from .result import Result
 from .solvers.auto import Auto, auto
 from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
 
-__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "one_vs_one", "oneclass",
-           "ordinal", "traced",
-           "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
+__all__ = ["Plan", "configure", "check_run_args", "prepare", "binary", "one_vs_rest", "crammer_singer", "one_vs_one",
+           "oneclass", "ordinal", "traced", "make_start", "bucket_rows", "batch_axes", "targets", "label_name"]
 
 
 @dataclasses.dataclass
@@ -65,7 +65,7 @@ class Plan:
     batch: str = "auto"
     traced: bool = False
     X: Any = None  # the rows a kernel model keeps as support vectors (kernel_input)
-    task: str = "binary"  # binary | grid | ovr | ovo | ordinal | regression | oneclass
+    task: str = "binary"  # binary | grid | ovr | ovo | ordinal | regression | oneclass | crammer_singer
     extra: dict = dataclasses.field(default_factory=dict)  # what a task's finish needs (pairs, Y, ...)
     model_kernel: Any = None  # the kernel the model predicts with, where it differs from pb.kernel
 
@@ -490,6 +490,30 @@ def _per_class_start(init, method, pb, intercept_scaling, n, K) -> Start:
     starts = [make_start({k: np.asarray(v)[c] for k, v in init.items()}, method, pb, intercept_scaling, n)
               for c in range(K)]
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *starts)
+
+
+def crammer_singer(X, y, *, method, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None,
+                   max_iter=None, dtype=None, layout="auto") -> Plan:
+    """Crammer and Singer's joint multiclass problem (LIBLINEAR -s 4): one problem whose ``y`` holds the
+    class codes 0..K-1 and whose method (``svmopt.solvers.crammer_singer``) is told K."""
+    from .losses import hinge
+    from .regularizers import l2
+
+    if np.ndim(C) != 0:
+        raise ValueError(f"strategy='crammer_singer' takes a scalar C, got shape {np.shape(C)}")
+    if fit_intercept and intercept_scaling is None:
+        raise ValueError("Crammer-Singer cannot fit a free (unregularized) intercept; pass intercept_scaling=1.0 "
+                         "for LIBLINEAR's bias feature (b regularized, as LIBLINEAR -B 1 and LinearSVC), or "
+                         "fit_intercept=False")
+    if sharding.is_sharded(X):
+        raise ValueError("strategy='crammer_singer' walks rows on one device; row-sharded X is for one-vs-rest")
+    pb, Y, classes, _, n = _data(X, y, "ovr", loss=hinge, reg=l2, C=C, fit_intercept=False,
+                                 intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
+                                 layout=layout, bucket=True)
+    pb = pb.replace(y=jnp.asarray(np.argmax(np.asarray(Y) > 0, axis=0), pb.dtype))  # padding rows: class 0
+    pb, method, _, _, cap = _ready(method(n_classes=int(classes.size)), pb, None, max_iter, allow_handover=False)
+    return Plan(pb, method, make_start(None, method, pb), cap, labels=("",), n=n, classes=classes,
+                intercept_scaling=intercept_scaling, C=C, task="crammer_singer")
 
 
 def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None, dtype=None, batch="auto",

@@ -160,15 +160,17 @@ def test_s6_is_liblinears_l1_logistic_problem(tmp_path, capsys):
 
 def test_s_numbers_we_lack_name_alternatives(capsys):
     data = str(data_path("heart_scale"))
-    for s, words in ((4, "one-vs-rest with -s 1 or -s 3"), (7, "-s 0"),
-                     (9, "unknown solver type")):
+    for s, words in ((7, "-s 0"), (9, "unknown solver type")):
         assert train_main(["-s", str(s), data]) == 1
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err
     assert train_main(["-s", "3", "--loss", "hinge", data]) == 1
     assert "drop --loss" in capsys.readouterr().err
-    assert train_main(["-s", "3", "-B", "1", "-R", data]) == 1
-    assert "-R is for LIBLINEAR's primal solvers" in capsys.readouterr().err
+    for s in ("3", "4"):
+        assert train_main(["-s", s, "-B", "1", "-R", data]) == 1
+        assert "-R is for LIBLINEAR's primal solvers" in capsys.readouterr().err
+    assert train_main(["-s", "4", "-C", data]) == 1
+    assert "with -s 4 (as in LIBLINEAR) use -v n" in capsys.readouterr().err
     import importlib.util
     if importlib.util.find_spec("svmopt.solvers.newton") is None:
         assert train_main(["-s", "0", data]) == 1

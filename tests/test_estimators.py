@@ -69,7 +69,7 @@ def test_params_protocol_without_sklearn_base():
     clf = SVMClassifier(C=0.5, loss="squared_hinge")
     assert not any(c.__module__.startswith("sklearn") for c in type(clf).__mro__)
     p = clf.get_params()
-    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "auto" and len(p) == 21
+    assert p["C"] == 0.5 and p["loss"] == "squared_hinge" and p["method"] == "auto" and len(p) == 22
     assert clf.set_params(C=2.0, tol=1e-4) is clf and clf.C == 2.0 and clf.tol == 1e-4
     with pytest.raises(ValueError, match="Invalid parameter 'foo' for estimator SVMClassifier"):
         clf.set_params(foo=1)

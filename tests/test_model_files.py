@@ -348,7 +348,7 @@ FORGERIES = {
     "extra field": ("linear", _set(exec="rm -rf /"), None, None, r"header fields \['exec'\]"),
     "kind ovr": ("linear", _set(kind="ovr"), None, None, r"b has shape \(\); expected \(2,\)"),
     "kind other": ("linear", _set(kind="ovx"), None, None,
-                   r"kind 'ovx' is not one of 'binary', 'ovr', 'ovo', 'regression', 'oneclass'"),
+                   r"kind 'ovx' is not one of 'binary', 'ovr', 'ovo', 'crammer_singer', 'regression', 'oneclass'"),
     "kind regression with classes": ("linear", _set(kind="regression"), None, None,
                                      r"a regression linear model has arrays"),
     "kind ovo linear": ("linear", _set(kind="ovo"), None, None, r"a one-vs-one model is a kernel model, not 'linear'"),

@@ -53,6 +53,8 @@ LIBLINEAR = {
     1: LiblinearType(1, "L2R_L2LOSS_SVC_DUAL", "squared_hinge", "l2", "dual_cd", "dual coordinate descent"),
     2: LiblinearType(2, "L2R_L2LOSS_SVC", "squared_hinge", "l2", "newton", "primal Newton"),
     3: LiblinearType(3, "L2R_L1LOSS_SVC_DUAL", "hinge", "l2", "dual_cd", "dual coordinate descent"),
+    4: LiblinearType(4, "MCSVM_CS", "crammer_singer", "l2", "crammer_singer",
+                     "Crammer and Singer's multiclass SVM, LIBLINEAR's sequential dual method"),
     5: LiblinearType(5, "L1R_L2LOSS_SVC", "squared_hinge", "l1", "auto",
                      "newglmnet, or alm without its compiled kernel; LIBLINEAR uses primal coordinate descent"),
     6: LiblinearType(6, "L1R_LR", "logistic", "l1", "auto", "newglmnet (LIBLINEAR's newGLMNET), or alm without "
@@ -67,8 +69,6 @@ LIBLINEAR = {
 """LIBLINEAR's ``-s`` numbers that svmopt has, as (problem, method); the others stop with an error."""
 # ... and those it lacks, with what to use instead
 _MISSING = {
-    4: "Crammer and Singer's multiclass SVM is not in svmopt; one-vs-rest with -s 1 or -s 3 "
-       "(LIBLINEAR's other multiclass mode) is",
     7: "dual coordinate descent for logistic regression is not in svmopt; the same problem is "
        "-s 0 (primal Newton) or --loss logistic (method alm)",
 }
@@ -97,8 +97,9 @@ def _train_parser():
                    help="LIBLINEAR solver type (see above; default: svmopt's choice, see --loss and --method)")
     g.add_argument("-c", dest="C", type=float, default=None, metavar="cost", help="C > 0 (default 1)")
     g.add_argument("-e", dest="eps", type=float, default=None, metavar="epsilon",
-                   help="stopping tolerance (dual_cd: LIBLINEAR's max PG - min PG, default 0.1; "
-                        "other methods: the relative duality gap, default the method's)")
+                   help="stopping tolerance (dual_cd: LIBLINEAR's max PG - min PG, default 0.1; -s 4: LIBLINEAR's "
+                        "max G - min G of a pass, default 0.1; other methods: the relative duality gap, default "
+                        "the method's)")
     g.add_argument("-B", dest="bias", type=float, default=None, metavar="bias",
                    help="> 0: LIBLINEAR's bias feature of this value (regularized intercept); <= 0: no intercept; "
                         "default: none with -s, else a free intercept")
@@ -218,7 +219,9 @@ def _plan(args) -> _Plan:
             raise ValueError(f"-s {s} sets the loss, the regularizer and the method; drop {', '.join(clash)} "
                              "or drop -s")
         lt = LIBLINEAR[s]
-        loss, reg_name, method = _loss_named(lt.loss, args.epsilon), lt.reg, _method_named(lt.method, s)
+        # -s 4's problem has its own loss; hinge stands in for it (solve_multiclass's default)
+        loss = _loss_named("hinge" if lt.loss == "crammer_singer" else lt.loss, args.epsilon)
+        reg_name, method = lt.reg, _method_named(lt.method, s)
     else:
         loss = _loss_named(args.loss or "squared_hinge", args.epsilon)
         reg_name = args.reg or "l2"
@@ -240,7 +243,7 @@ def _plan(args) -> _Plan:
     if args.eps is not None:
         name = method.name if method is not None else ""
         has_eps = method is not None and "eps" in {f.name for f in dataclasses.fields(method)}
-        if name in ("dual_cd", "newton") and has_eps:
+        if name in ("dual_cd", "newton", "crammer_singer") and has_eps:
             kw["eps"] = args.eps  # LIBLINEAR's own rule; the gap is still certified to tol
         else:
             kw.setdefault("tol", args.eps)
@@ -250,7 +253,7 @@ def _plan(args) -> _Plan:
     bias = args.bias if args.bias is not None else (-1.0 if lt is not None else None)
     if args.free_bias and (bias is None or bias <= 0):
         raise ValueError("-R (do not regularize the bias) needs -B 1, as in LIBLINEAR")
-    if args.free_bias and lt is not None and lt.method == "dual_cd":
+    if args.free_bias and lt is not None and lt.method in ("dual_cd", "crammer_singer"):
         raise ValueError(f"-R is for LIBLINEAR's primal solvers (-s 0, 2, 5, 6, 11): the dual of -s {lt.number} "
                          "cannot keep an unregularized bias")
     if bias is None or args.free_bias:
@@ -357,11 +360,14 @@ def _train(argv) -> int:
     kw = dict(plan.kw, sample_weight=_weights(weight_pairs, y, say))
     if not args.quiet and args.progress != 0:
         kw["verbose"] = _progress_printer(args.progress)
+    problem = "Crammer-Singer multiclass" if _cs(args) else f"loss {plan.loss!r}, reg {plan.reg_name}"
     what = (f"LIBLINEAR -s {plan.liblinear_type.number} ({plan.liblinear_type.name}): " if plan.liblinear_type
             else "") + (f"one-class SVM, nu={plan.nu:g}, {args.dtype}" if plan.task == "oneclass" else
-                        f"loss {plan.loss!r}, reg {plan.reg_name}, C={kw['C']:g}, {plan.intercept}, {args.dtype}")
+                        f"{problem}, C={kw['C']:g}, {plan.intercept}, {args.dtype}")
 
     if args.find_C:
+        if _cs(args):
+            raise ValueError("-C searches C on one-vs-rest paths; with -s 4 (as in LIBLINEAR) use -v n for each C")
         return _find_C(args, X, y, classes, kw, what, say)
     if args.folds is not None:
         return _cross_validate(args, X, y, classes, kw, what, devices, kernel_model, say)
@@ -396,6 +402,11 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
         if announce:
             say(f"training a regression: {what}")
         return solve(X, y, **kw), False
+    if _cs(args):
+        if announce:
+            say(f"training {what}; one joint problem over {classes.size} classes (compiles on the first run, "
+                "cached on disk afterwards)")
+        return solve_multiclass(X, y, strategy="crammer_singer", **kw), False
     ovr = classes.size > 2
     if announce:
         say(f"training {what}"
@@ -408,6 +419,11 @@ def _fit(args, X, y, classes, kw, what, devices, kernel_model, say, announce=Tru
 
 def _kernel_of(args, X):
     return resolve_kernel(args.kernel_name, X, gamma=gamma_value(args), degree=args.degree, coef0=args.coef0)
+
+
+def _cs(args) -> bool:
+    """LIBLINEAR's -s 4: Crammer and Singer's joint multiclass problem (with a kernel, -s 4 is LIBSVM's nu-SVR)."""
+    return args.solver_type == 4 and not family.libsvm(args)
 
 
 def _fit_kernel(args, X, y, classes, kw, devices, say, announce=True):

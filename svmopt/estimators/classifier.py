@@ -51,6 +51,12 @@ class SVMClassifier(Params):
     method_params : dict of further keyword parameters of the method (e.g. {"rho": 1.1}).
     decision_function_shape : "ovr" (default) or "ovo": what ``decision_function`` of a kernel model
         with more than two classes returns (see ``decision_function``), as SVC's.
+    multi_class : "ovr" (default: one-vs-rest, or one binary problem for two classes) or
+        "crammer_singer": one joint problem over all classes (Crammer and Singer; LIBLINEAR -s 4,
+        ``svmopt.solvers.crammer_singer``), as ``LinearSVC(multi_class="crammer_singer")``: its own loss
+        (``loss`` stays None), linear, l2, and LinearSVC's intercept: with ``fit_intercept`` and no
+        ``intercept_scaling``, the bias feature 1 (b regularized); two classes give ``coef_`` (1, d) =
+        w_1 - w_0, as LinearSVC.
     probability : False (default). True: ``fit`` also cross-validates (5 stratified folds,
         ``svmopt.probability``) and fits Platt's sigmoids, so that ``predict_proba`` /
         ``predict_log_proba`` exist (LIBSVM's -b 1): pairwise coupling for one-vs-one kernel
@@ -86,7 +92,7 @@ class SVMClassifier(Params):
                  intercept_scaling=None, class_weight=None, tol=None, max_iter=None, dtype=None,
                  kernel=None, gamma="scale", degree=3, coef0=0.0, method_params=None, verbose=False,
                  decision_function_shape="ovr", probability=False, break_ties=False, warm_start=False,
-                 random_state=None):
+                 random_state=None, multi_class="ovr"):
         self.loss = loss
         self.reg = reg
         self.method = method
@@ -108,6 +114,7 @@ class SVMClassifier(Params):
         self.break_ties = break_ties
         self.warm_start = warm_start
         self.random_state = random_state
+        self.multi_class = multi_class
 
     # sklearn >= 1.6 asks for tags; imported only then, sklearn being optional
     def __sklearn_tags__(self):
@@ -149,6 +156,10 @@ class SVMClassifier(Params):
                              f"contains only one class: {classes[0]!r}")
         if not (isinstance(self.C, (int, float, np.integer, np.floating)) and math.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a finite number > 0, got {self.C!r}")
+        if self.multi_class not in ("ovr", "crammer_singer"):
+            raise ValueError(f"multi_class must be 'ovr' or 'crammer_singer', got {self.multi_class!r}")
+        if self.multi_class == "crammer_singer":
+            return self._fit_crammer_singer(X, y, classes, sample_weight)
         kernel = resolve_kernel(self.kernel, X, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
         loss = resolve_loss(self.loss if self.loss is not None else ("hinge" if kernel else "squared_hinge"))
         kw = dict(loss=loss, reg=resolve_reg(self.reg), C=float(self.C),
@@ -175,6 +186,30 @@ class SVMClassifier(Params):
             res.extras["platt"] = _probability.fit(X, y, strategy, seed=self.random_state or 0,
                                                    sample_weight=weights, **cv)
         self._set_fitted(res, _n_features(res, X))
+        return self
+
+    def _fit_crammer_singer(self, X, y, classes, sample_weight):
+        if self.kernel is not None or self.loss is not None or resolve_reg(self.reg) is not resolve_reg("l2"):
+            raise ValueError("multi_class='crammer_singer' is its own linear l2 problem (LIBLINEAR -s 4): leave "
+                             f"loss=None, reg='l2', kernel=None (got loss={self.loss!r}, reg={self.reg!r}, "
+                             f"kernel={self.kernel!r})")
+        if self.probability:
+            raise ValueError("probability=True is for one-vs-rest and kernel models; multi_class='crammer_singer' "
+                             "has no probability estimates (LinearSVC has none either)")
+        scaling = self.intercept_scaling
+        if scaling is None and self.fit_intercept:  # LinearSVC's intercept: a bias feature of 1
+            scaling = 1.0
+        kw = dict(C=float(self.C), fit_intercept=bool(self.fit_intercept), intercept_scaling=scaling,
+                  sample_weight=sample_weights(self.class_weight, sample_weight, y, classes, X.shape[0]),
+                  tol=self.tol, max_iter=self.max_iter, dtype=self.dtype, verbose=self.verbose,
+                  **(self.method_params or {}))
+        if self.method is not None and not (isinstance(self.method, str) and self.method == "auto"):
+            kw["method"] = resolve_method(self.method)
+        res = solve_multiclass(X, y, strategy="crammer_singer", **kw)
+        self._set_fitted(res, _n_features(res, X))
+        if classes.size == 2:  # one score, as LinearSVC: w_1 - w_0
+            self._coef = self._coef[1:] - self._coef[:1]
+            self.intercept_ = self.intercept_[1:] - self.intercept_[:1]
         return self
 
     def _warm_start(self, X, classes, linear: bool, strategy: str):

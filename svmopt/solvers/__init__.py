@@ -8,8 +8,9 @@ from .alfpgm import ALFPGM, alfpgm
 from .newton import Newton, newton
 from .dual_newton import DualNewton, dual_newton
 from .newglmnet import NewGLMNET, newglmnet
+from .crammer_singer import CrammerSinger, crammer_singer
 from .auto import Auto, auto
 
 __all__ = ["Method", "ALM", "alm", "CuttingPlane", "cutting_plane", "NESVM", "nesvm", "homotopy_nesvm",
            "DualCD", "dual_cd", "ALFPGM", "alfpgm", "Newton", "newton", "DualNewton", "dual_newton", "NewGLMNET",
-           "newglmnet", "Auto", "auto"]
+           "newglmnet", "CrammerSinger", "crammer_singer", "Auto", "auto"]
