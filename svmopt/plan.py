@@ -12,9 +12,8 @@ the one stage runner (``svmopt.stages.run``) and turns what comes back into a Re
 * the method, or auto's first method and its ``Handover`` (``svmopt.solvers.auto``),
 * the start, the iteration cap, row buckets, devices and the batch mode.
 
-Targets are mapped in one step (``targets``): two labels to -1/+1 (the larger is +1), K labels to K
-one-vs-rest rows (Crammer-Singer: their class codes), ordered ranks to codes. Nothing else in the
-plan assumes labels in {-1, +1}.
+The data become a Problem in ``svmopt.prepare`` (targets mapped in one step, rows bucketed, the
+working dtype); nothing in the plan assumes labels in {-1, +1}.
 """
 from __future__ import annotations
 
@@ -29,13 +28,13 @@ import jax.numpy as jnp
 
 from . import driver, sharding
 from .checks import (as_matrix, check_bool, check_C, check_choice, check_devices, check_finite_X, check_int,
-                     check_labels, check_number, check_targets, check_verbose, check_weights, check_width, concrete,
-                     is_operator, resolve_dtype)
-from .kernels import Kernel, as_kernel, gram_rows, host_gram, is_gram, precomputed
+                     check_labels, check_number, check_verbose, check_weights, concrete, is_operator, resolve_dtype)
+from .kernels import Kernel, gram_rows, is_gram
+from .prepare import (bucket_rows, build_problem, cast, check_pieces, kernel_input, label_name, prepare, problem_data,
+                      targets)
 from .losses import Loss
 from .operators import as_operator
 from .problem import Problem
-from .regularizers import Regularizer
 from .result import Result
 from .solvers.auto import Auto, auto
 from .solvers.base import DUAL, PRIMAL, RESUME, Method, Start
@@ -122,211 +121,14 @@ def check_run_args(*, history=False, record_every=1, verbose=False, throw=False,
 
 
 # ---------------------------------------------------------------------------------- targets
-def targets(y, n: int, task: str):
-    """(coded targets, classes): task "binary" -> (n,) in {-1, +1}, the larger label +1; "ovr" ->
-    (K, n), row k "class k against the rest"; "ordinal" -> (n,) rank codes 0..R-1; "regression" ->
-    (n,) ones and the real targets in place of classes (the loss is bound to them); "oneclass" -> (n,)
-    ones and no classes."""
-    if task == "regression":  # real targets: every row has y = 1, the loss measures the score against t
-        t = check_targets(y, n)
-        return np.ones(n), t
-    if task == "oneclass":  # no targets: every row has y = 1
-        return np.ones(n), None
-    if task == "ordinal":
-        ranks = np.asarray(y)
-        if ranks.ndim != 1:
-            raise ValueError(f"ranks must be 1-D with one label per row, got shape {ranks.shape}")
-        if ranks.shape[0] != n:
-            raise ValueError(f"shape mismatch: X has {n} rows but ranks has {ranks.shape[0]} labels")
-        if not np.issubdtype(ranks.dtype, np.number):
-            raise TypeError(f"ranks must be numeric (ordered), got dtype {ranks.dtype}")
-        if not np.all(np.isfinite(ranks)):
-            raise ValueError(f"ranks contain NaN or inf (first at index {int(np.flatnonzero(~np.isfinite(ranks))[0])})")
-        values, codes = np.unique(ranks, return_inverse=True)
-        if values.size < 2:
-            raise ValueError(f"ranks have a single value ({values[0]!r}): there is no ordered pair to learn from")
-        return codes.astype(np.float64), values
-    y, classes = check_labels(y, n, "a binary SVM" if task == "binary" else "a classifier")
-    if task == "binary":
-        if classes.size > 2:
-            raise ValueError(f"y has {classes.size} classes; solve() is binary — use svmopt.solve_multiclass "
-                             "(one-vs-rest) for more than two")
-        return np.where(y == classes[1], 1.0, -1.0), classes
-    return np.where(y[None, :] == classes[:, None], 1.0, -1.0), classes
-
-
-def label_name(c) -> str:
-    """A class label for progress lines and notes: 3.0 reads as 3."""
-    if isinstance(c, (float, np.floating)) and float(c).is_integer():
-        return str(int(c))
-    return str(c)
-
-
-# ---------------------------------------------------------------------------------- the problem
-BUCKETS_PER_OCTAVE = 16  # padding adds at most 1/16 = 6.25% rows
-
-
-def bucket_rows(n: int) -> int:
-    """The smallest bucket >= n: 16 sizes per power of two (exact below 64)."""
-    if n <= 64:
-        return n
-    step = 1 << max(0, n.bit_length() - 1 - 4)  # 2^(floor(log2 n) - 4)
-    return -(-n // step) * step
-
-
-def _cast(tree, dt):
-    def conv(a):
-        a = jnp.asarray(a)
-        return a.astype(dt) if jnp.issubdtype(a.dtype, jnp.floating) else a
-    return jax.tree_util.tree_map(conv, tree)
-
-
-def _to_device(x, dt):
-    """``jnp.asarray(x, dt)``; host data is converted on the host and transferred (converting on
-    the device compiles a program per shape: a new process pays that at its first solve)."""
-    if isinstance(x, (jax.Array, jax.core.Tracer)):
-        return jnp.asarray(x, dt)
-    return jax.device_put(np.asarray(x, dtype=dt))
-
-
-def build_problem(op, y, s, C, loss, reg, fit_intercept, dt) -> Problem:
-    """The Problem of an operator, coded targets, weights and C (every leaf in ``dt``)."""
-    if loss.family.bind is not None:  # an all-zero row would get a zero smoothing: use 1 there
-        kappa = op.row_inf_norms()
-        loss = loss.bind(jnp.where(kappa > 0, kappa, 1.0))
-    parts = (y, s, C)
-    if not any(isinstance(x, (jax.Array, jax.core.Tracer)) for x in parts):  # host data: one transfer
-        y, s, C = jax.device_put([np.asarray(x, dtype=dt) for x in parts])
-    return Problem(op=op, y=_to_device(y, dt), s=_to_device(s, dt), C=_to_device(C, dt),
-                   loss=_cast(loss, dt), reg=_cast(reg, dt), fit_intercept=bool(fit_intercept))
-
-
-def _pieces(loss, reg, task="binary"):
-    if not isinstance(loss, Loss):
-        raise TypeError(f"loss must be an svmopt Loss (e.g. svmopt.losses.hinge), got {loss!r:.60}; "
-                        "wrap a plain function with svmopt.losses.from_function")
-    if not isinstance(reg, Regularizer):
-        raise TypeError(f"reg must be an svmopt Regularizer (e.g. svmopt.regularizers.l2), got {reg!r:.60}")
-    if loss.has_dual and loss.dual.rhs != 0.0 and task != "oneclass":  # its problem has a term in b alone
-        raise ValueError(f"loss {loss!r} is the one-class SVM's; train it with svmopt.solve_oneclass")
-
-
-def _data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype, layout, bucket):
-    """(Problem with the first problem's targets, all targets, classes, C array, n): validated."""
-    _pieces(loss, reg, task)
-    if sharding.is_sharded(X):  # rows spread over devices: checked and coded where they live
-        return _sharded_data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                             intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype)
-    dt = resolve_dtype(dtype)
-    X = as_matrix(X)
-    n = X.shape[0]
-    if n == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    if isinstance(X, jax.Array):  # (host X: as_operator checks while it builds the operator)
-        check_finite_X(X, dt)
-    coded, classes = targets(y, n, task)
-    if task == "regression" and not loss.needs_targets:
-        raise ValueError(f"a regression needs a loss of the residual (epsilon_insensitive, squared_epsilon_insensitive, "
-                         f"squared_error), got {loss!r}")
-    C_arr = check_C(C, dt)
-    s = check_weights(sample_weight, n)
-    if task == "binary":
-        for label, sign in ((classes[0], -1.0), (classes[1], 1.0)):
-            if not np.any(s[coded == sign] > 0):  # a one-class problem: P* = 0, no gap can certify it
-                label = label.item() if isinstance(label, np.generic) else label
-                raise ValueError(f"sample_weight is zero on every row of class {label!r}: only one class has "
-                                 "weight, and a classifier needs two")
-    if np.max(C_arr) * np.max(s) > float(np.finfo(np.dtype(dt)).max) / 1e3:  # the same margin as check_C
-        raise ValueError(f"C * sample_weight reaches {np.max(C_arr) * np.max(s):g}, beyond what "
-                         f"{np.dtype(dt).name} can solve with; use dtype=float64 or smaller weights")
-    if intercept_scaling is not None:
-        fit_intercept = False
-    check_width(X.shape[1] + (intercept_scaling is not None), dt)  # (kernel models: their rows, checked alike)
-    bucketed = bucket and not is_operator(X)
-    rows = bucket_rows(n) if bucketed else n
-    pad = rows - n
-    if pad:  # zero-weight rows (exact: every solver treats weight 0 as absent); X's zero rows below
-        coded = np.concatenate([coded, np.ones(coded.shape[:-1] + (pad,))], axis=-1)
-        s = np.concatenate([s, np.zeros(pad)])
-    op = as_operator(X, dt, bias_scale=intercept_scaling, layout=layout,
-                     nnz_bucket=bucket_rows if bucketed else None, pad_rows=pad, rows=rows)
-    first = coded if coded.ndim == 1 else coded[0]
-    if task == "regression":  # the targets travel with the loss (padding rows: 0, weight 0)
-        loss = loss.with_targets(_to_device(np.concatenate([classes, np.zeros(pad)]), dt))
-        classes = None
-    pb = build_problem(op, first, s, C_arr.ravel()[0], loss, reg, fit_intercept, dt)
-    return pb, coded, classes, C_arr, n
-
-
-def _sharded_data(X, y, task, *, loss, reg, C, fit_intercept, intercept_scaling, sample_weight, dtype):
-    if task not in ("binary", "ovr"):
-        raise ValueError(f"row-sharded X serves linear binary and one-vs-rest solves, not {task}")
-    dt = resolve_dtype(dtype)
-    op, yv, s, classes = sharding.rows_and_labels(X, y, sample_weight, dt)
-    if task == "binary" and classes.size != 2:
-        what = "only one class" if classes.size < 2 else f"{classes.size} classes"
-        raise ValueError(f"y has {what}; solve() is binary"
-                         + (" — use svmopt.solve_multiclass (one-vs-rest) for more than two" if classes.size > 2
-                            else ""))
-    if classes.size < 2:
-        raise ValueError("y has only one class; a classifier needs two")
-    C_arr = check_C(C, dt)
-    if intercept_scaling is not None:
-        op, fit_intercept = op.with_column(float(intercept_scaling)), False
-    coded = sharding.encode(yv, classes[1], dt) if task == "binary" else sharding.one_vs_rest(yv, classes, dt, op)
-    first = coded if task == "binary" else coded[0]
-    pb = build_problem(op, first, s, jnp.asarray(C_arr.ravel()[0], dt), loss, reg, fit_intercept, dt)
-    return pb, coded, classes, C_arr, op.shape[0]
-
-
-def prepare(X, y, *, loss, reg, C=1.0, fit_intercept=True, intercept_scaling=None, sample_weight=None, dtype=None,
-            layout="auto", bucket: bool = True):
-    """(Problem, classes, C array) of a binary problem, validated as ``solve`` validates it: for
-    calling a method's ``init`` / ``step`` by hand. The Problem may have more rows than X (a row
-    bucket, ``bucket=True``); the extra rows weigh 0."""
-    pb, _, classes, C_arr, _ = _data(X, y, "binary", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
-                                     intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
-                                     layout=layout, bucket=bucket)
-    return pb, classes, C_arr
-
-
-# ---------------------------------------------------------------------------------- method and start
 def choose(method, pb: Problem, kernel=None):
     """(method to run, hand-over or None, why): ``auto`` picks one for this problem
     (``svmopt.solvers.auto``); any other method runs as given."""
     if not isinstance(method, Auto):
         return method, None, None
-    probe = pb if kernel is None else pb.replace(kernel=_cast(kernel, pb.dtype))
+    probe = pb if kernel is None else pb.replace(kernel=cast(kernel, pb.dtype))
     chosen, why = method.choose(probe)
     return chosen, method.handover(probe, chosen), why
-
-
-def kernel_input(X, kernel):
-    """(X the solver reads, the rows a model keeps as support vectors, the kernel the solver evaluates,
-    the kernel the model predicts with) for ``kernel`` as ``svmopt.kernels.as_kernel`` takes it.
-
-    A precomputed kernel: X is the Gram matrix K (n, n), support vectors are row indices (n_sv, 1).
-    A host kernel (plain Python / NumPy): K = fn(X, X) on the host (``kernels.host_gram``, within
-    its budget); support vectors are rows of X. Both solve on ``kernels.gram_rows(K)``.
-    """
-    kernel = as_kernel(kernel)
-    if not is_gram(kernel):
-        return X, (as_matrix(X) if kernel is not None and not is_operator(X) else X), kernel, kernel
-    if kernel.host:
-        keep = X if hasattr(X, "shape") else np.asarray(X)  # rows of anything the function takes
-        if sp.issparse(keep):
-            keep = keep.tocsr()
-        G, model = host_gram(kernel, keep), kernel
-    else:
-        if sp.issparse(X):
-            raise TypeError("Sparse precomputed kernels are not supported: pass the Gram matrix as a dense array")
-        G = np.asarray(as_matrix(X), np.float64)
-        if G.shape[0] != G.shape[1]:
-            raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {G.shape[0]}x{G.shape[1]} "
-                             "matrix: kernel='precomputed' fits on K(train, train)")
-        check_finite_X(G)
-        keep, model = np.arange(G.shape[0], dtype=np.float64)[:, None], precomputed(G.shape[0])
-    return gram_rows(G), keep, precomputed(G.shape[0]), model
 
 
 def bind(pb: Problem, method: Method, kernel, max_iter):
@@ -336,7 +138,7 @@ def bind(pb: Problem, method: Method, kernel, max_iter):
             raise TypeError(f"kernel must be an svmopt.kernels.Kernel (e.g. rbf(gamma=0.1)), got {kernel!r:.60}")
         if not getattr(method, "supports_kernel", False):
             raise ValueError(f"method {method.name} is linear; for kernel={kernel!r} use method=alfpgm or nesvm")
-        pb = pb.replace(kernel=_cast(kernel, pb.dtype))
+        pb = pb.replace(kernel=cast(kernel, pb.dtype))
     method.validate(pb)
     if max_iter is None:
         max_iter = method.default_max_iter(pb)
@@ -365,8 +167,8 @@ def make_start(init, method: Method, pb: Problem, intercept_scaling=None, n_user
     if isinstance(init, Result):
         st = init.state
         if st is not None and init.method == method.name and _same_shapes(st, cold):
-            return Start(*(_cast(v, dt) for v in st[:3]), jnp.asarray(st.level | RESUME, jnp.int32),
-                         _cast(st.aux, dt))
+            return Start(*(cast(v, dt) for v in st[:3]), jnp.asarray(st.level | RESUME, jnp.int32),
+                         cast(st.aux, dt))
         alpha = init.extras.get("alpha") if isinstance(init.extras, dict) else None
         init = {"w": init.w, "b": init.b, "alpha": alpha}
     if isinstance(init, tuple) and len(init) == 2:
@@ -432,7 +234,7 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
                                                   devices=devices, dtype=dtype)
     if task == "regression" and sharding.is_sharded(X):
         raise ValueError("a regression on row-sharded X is not supported yet; pass X on one device")
-    pb, _, classes, C_arr, n = _data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+    pb, _, classes, C_arr, n = problem_data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                      intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                      layout=layout, bucket=bucket and kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True)
@@ -458,7 +260,7 @@ def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept
     if kernel is not None and sharding.is_sharded(X):
         raise ValueError("a kernel one-vs-rest needs X on one device; row-sharded X is for linear methods")
     X, keep, kernel, model_kernel = kernel_input(X, kernel)
-    pb, Y, classes, _, n = _data(X, y, "ovr", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
+    pb, Y, classes, _, n = problem_data(X, y, "ovr", loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                  layout=layout, bucket=kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter,
@@ -507,7 +309,7 @@ def crammer_singer(X, y, *, method, C=1.0, fit_intercept=True, intercept_scaling
                          "fit_intercept=False")
     if sharding.is_sharded(X):
         raise ValueError("strategy='crammer_singer' walks rows on one device; row-sharded X is for one-vs-rest")
-    pb, Y, classes, _, n = _data(X, y, "ovr", loss=hinge, reg=l2, C=C, fit_intercept=False,
+    pb, Y, classes, _, n = problem_data(X, y, "ovr", loss=hinge, reg=l2, C=C, fit_intercept=False,
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                  layout=layout, bucket=True)
     pb = pb.replace(y=jnp.asarray(np.argmax(np.asarray(Y) > 0, axis=0), pb.dtype))  # padding rows: class 0
@@ -559,8 +361,8 @@ def one_vs_one(X, y, *, method, kernel, C=1.0, sample_weight=None, max_iter=None
 
     def problem(Xp, Yp, Sp):
         return Problem(op=as_operator(jnp.asarray(Xp, dt), dt), y=jnp.asarray(Yp, dt), s=jnp.asarray(Sp, dt),
-                       C=jnp.asarray(float(C_arr), dt), loss=_cast(hinge, dt), reg=_cast(l2, dt), fit_intercept=True,
-                       kernel=_cast(kernel, dt))
+                       C=jnp.asarray(float(C_arr), dt), loss=cast(hinge, dt), reg=cast(l2, dt), fit_intercept=True,
+                       kernel=cast(kernel, dt))
 
     one = problem(Xs[0], Ys[0], Ss[0])
     method.validate(one)
@@ -591,7 +393,7 @@ def oneclass(X, *, nu, method, kernel=None, sample_weight=None, max_iter=None, d
     n = as_matrix(X).shape[0]
     s = check_weights(sample_weight, n)
     C = 1.0 / (float(nu) * float(np.sum(s)))
-    pb, _, _, _, n = _data(X, None, "oneclass", loss=one_class, reg=l2, C=C, fit_intercept=True, intercept_scaling=None,
+    pb, _, _, _, n = problem_data(X, None, "oneclass", loss=one_class, reg=l2, C=C, fit_intercept=True, intercept_scaling=None,
                            sample_weight=s, dtype=dtype, layout=layout, bucket=False)
     pb, cap = bind(pb, method, kernel, max_iter)
     method = method.canonical(pb.dtype)
@@ -636,7 +438,7 @@ def traced(X, y, *, loss, reg, method, C, fit_intercept, intercept_scaling, samp
            kernel, init) -> Plan:
     """The plan of a solve inside a user's jit / vmap / grad: value checks that need concrete numbers
     are skipped; labels must be two numbers (the larger is +1); C may be a 1-D grid (vmapped)."""
-    _pieces(loss, reg)
+    check_pieces(loss, reg)
     if kernel is not None:
         raise TypeError("a kernel solve cannot run inside jax.jit / jax.vmap / jax.grad (traced X, y, C, sample "
                         "weights or kernel parameters): its support vectors are picked on the host from the "

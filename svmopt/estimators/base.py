@@ -92,6 +92,7 @@ def check_y(y, n):
 
 
 def data_conversion_warning():
+    """scikit-learn's DataConversionWarning when scikit-learn is installed (its checks look for it), else UserWarning."""
     try:  # sklearn's class when sklearn is there, so its checks recognize it
         from sklearn.exceptions import DataConversionWarning
         return DataConversionWarning
