@@ -166,3 +166,21 @@ def test_bad_names_raise_naming_the_argument(method, arg, bad):
     X, y = load("heart_scale")
     with pytest.raises(ValueError, match=arg):
         svmopt.solve(X, y, method=method(**{arg: bad}), C=1.0)
+
+
+def test_exact_variant_with_l1_builds_no_factorization():
+    """LP-SVM (hinge + l1) has no eq. 15 to solve: the exact variant's init builds no Gram matrix, and
+    the solve refuses the exact variant there."""
+    from svmopt.regularizers import l1
+
+    X, y = _dense("heart_scale")
+    pb = _problem(X, y, np.ones(X.shape[0])).replace(reg=l1)
+    from svmopt.loop import zero_start
+
+    m = alm(variant="exact", solver="factor")
+    assert m.init(pb, zero_start(m, pb)).fac is None
+    assert alm(variant="exact", solver="factor").init(pb.replace(reg=l2), zero_start(m, pb)).fac is not None
+    from svmopt.losses.base import MissingCapability
+
+    with pytest.raises(MissingCapability, match="variant='inexact'"):  # the solve refuses it, naming the fix
+        svmopt.solve(X, y, loss=hinge, reg=l1, method=m, C=0.01, dtype=jnp.float64)

@@ -225,7 +225,8 @@ class ALM(Method):
         lip = None if pb.reg.quadratic is not None else _lambda_max(pb, self.power_iters)
         adapt = dict(tick=jnp.asarray(0, jnp.int32), ref=inf, mu_floor=jnp.asarray(self.mu_min, dt) / scale) \
             if self.adapt_mu else {}
-        if self.variant == "exact" and self.exact_solver(pb) == "factor":
+        if self.variant == "exact" and pb.reg.quadratic is not None and self.exact_solver(pb) == "factor":
+            # (a non-quadratic regularizer takes the prox step in either variant: no factorization)
             adapt["fac"] = _factor(pb)
         if self.schedule == "paper":
             adapt["res"] = jnp.stack([inf, inf])
