@@ -131,6 +131,9 @@ class NESVM(Method):
                 the bias last (p = d, or n with a kernel). ``solve(init=...)`` is the general
                 warm start; w0 is kept for the paper's notation.
     recenter    homotopy: move the prox-centre to each stage's warm start (fewer iterations)
+    restart     (static) "objective" (default): adaptive restart (O'Donoghue & Candes 2015), when
+                F_mu rises the step is undone and Nesterov's sequence starts afresh from the previous
+                iterate (prox-centre there); "none": the paper's Algorithm 1 as published
     """
 
     mu: float = 5.0
@@ -151,6 +154,7 @@ class NESVM(Method):
     w0: Optional[Any] = None
     w_star: Optional[Any] = None
     recenter: bool = True
+    restart: str = static("objective")
     tighten_factor: float = 4.0
     kernel_block: int = static(2048)
     kernel_budget: int = static(2**30)
@@ -166,6 +170,8 @@ class NESVM(Method):
     def validate(self, pb: Problem) -> None:
         if self.criterion not in ("objective", "grad", "gap"):
             raise ValueError(f"nesvm criterion must be 'objective', 'grad' or 'gap', got {self.criterion!r}")
+        if self.restart not in ("objective", "none"):
+            raise ValueError(f"nesvm restart must be 'objective' or 'none', got {self.restart!r}")
         if self.lipschitz not in ("power", "paper"):
             raise ValueError(f"nesvm lipschitz must be 'power' or 'paper', got {self.lipschitz!r}")
         check_positive(self, "mu", "nu", "mu0", "mu_star", "nu0", "nu_star", "obj_tol", "power_safety")
@@ -389,6 +395,16 @@ class NESVM(Method):
         F, g, f = self._evaluate(pb, st, theta, st.mu, st.nu)
         k = jnp.where(fresh, 0, st.k + 1)
         acc = jnp.where(fresh, 0.0, st.acc) + (0.5 * (k + 1)).astype(dt) * g
+        center = st.center
+        if self.restart == "objective":
+            # adaptive restart (O'Donoghue & Candes 2015): F_mu went up, so the momentum overshot:
+            # back to the previous iterate (its F and gradient are at hand) and start Nesterov's
+            # sequence afresh there, prox-centre included
+            up = (F > st.F) & ~fresh
+            theta, F, g, f = (jnp.where(up, a, b) for a, b in ((st.theta, theta), (st.F, F), (st.g, g), (st.f, f)))
+            k = jnp.where(up, 0, k)
+            acc = jnp.where(up, 0.5 * st.g, acc)
+            center = jnp.where(up, st.theta, center)
         tiny = jnp.finfo(dt).tiny
         if self.criterion == "objective":
             crit = jnp.abs(F - st.F) / jnp.maximum(jnp.abs(st.F), tiny)
@@ -405,7 +421,8 @@ class NESVM(Method):
         _, _, last = self._schedule(pb, st.t, st.mu_tgt, st.nu_tgt)
         stage_tol = 100.0 * st.obj_tol if self.stage_tol is None else self.stage_tol
         met = crit <= jnp.where(last, st.obj_tol, stage_tol)
-        st = st._replace(theta=theta, g=g, acc=acc, yk=y, f=f, F=F, crit=crit, k=k, done=met & last, fresh=False)
+        st = st._replace(theta=theta, g=g, acc=acc, yk=y, f=f, F=F, crit=crit, k=k, done=met & last, fresh=False,
+                         center=center)
         return self._advance(pb, st, met & ~last)
 
     def _advance(self, pb, st: NESVMState, advance):
