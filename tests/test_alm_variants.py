@@ -156,8 +156,8 @@ def test_nesvm_restart_reaches_the_reference_in_no_more_iterations():
     assert runs["objective"].iterations <= runs["none"].iterations
 
 
-def test_nesvm_restart_is_the_default():
-    assert nesvm.restart == "objective"
+def test_nesvm_paper_scheme_is_the_default():
+    assert nesvm.restart == "none"
 
 
 @pytest.mark.parametrize("method, arg, bad", [(alm, "solver", "lsqr"), (alm, "schedule", "adaptive"),

@@ -293,7 +293,7 @@ def test_sparse_cv_folds_share_one_program(name, kw, compare):
 RESUMABLE = [
     ("alm", dict(method=alm), 60),
     ("dual_cd", dict(method=dual_cd, fit_intercept=False, tol=1e-6, max_iter=5000), 5),  # ~800-1400 passes
-    ("nesvm", dict(method=homotopy_nesvm, loss=squared_hinge), 40),  # restart="objective" certifies by 150
+    ("nesvm", dict(method=homotopy_nesvm, loss=squared_hinge), 40),
     ("cutting_plane", dict(method=cutting_plane, intercept_scaling=1.0), 20),
     ("alfpgm", dict(method=alfpgm, kernel=rbf(0.2)), 3),
 ]

@@ -131,9 +131,12 @@ class NESVM(Method):
                 the bias last (p = d, or n with a kernel). ``solve(init=...)`` is the general
                 warm start; w0 is kept for the paper's notation.
     recenter    homotopy: move the prox-centre to each stage's warm start (fewer iterations)
-    restart     (static) "objective" (default): adaptive restart (O'Donoghue & Candes 2015), when
-                F_mu rises the step is undone and Nesterov's sequence starts afresh from the previous
-                iterate (prox-centre there); "none": the paper's Algorithm 1 as published
+    restart     (static) "none" (default): the paper's Algorithm 1 as published; "objective": adaptive
+                restart (O'Donoghue & Candes 2015), when F_mu rises the step is undone and Nesterov's
+                sequence starts afresh from the previous iterate (prox-centre there). Not the default: on
+                20,000 x 60 Gaussian rows, hinge, float32, it ended MAX_ITER at 20,000 iterations (gap
+                0.92; rounding makes F_mu rise and restarts undo the progress) where "none" certifies in
+                725; on the shared sets it saved -35 % to +11 % of the iterations
     """
 
     mu: float = 5.0
@@ -154,7 +157,7 @@ class NESVM(Method):
     w0: Optional[Any] = None
     w_star: Optional[Any] = None
     recenter: bool = True
-    restart: str = static("objective")
+    restart: str = static("none")
     tighten_factor: float = 4.0
     kernel_block: int = static(2048)
     kernel_budget: int = static(2**30)
