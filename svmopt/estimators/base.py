@@ -15,7 +15,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Params", "NotFittedError", "not_fitted", "check_X", "check_y", "sample_weights", "data_conversion_warning"]
+__all__ = ["Params", "NotFittedError", "not_fitted", "check_X", "given_y", "check_y", "sample_weights",
+           "data_conversion_warning"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -66,16 +67,23 @@ def check_X(X, n_features=None, who="SVMClassifier"):
     return X
 
 
-def check_y(y, n):
-    """Labels y (n,) as a 1-D array (a column vector is raveled with a warning); continuous or
-    non-finite values and a length other than n are refused."""
+def given_y(y, who):
+    """y as an array: None refused naming the estimator, a column vector raveled with scikit-learn's
+    warning (the caller's caller is warned)."""
     if y is None:
-        raise ValueError("SVMClassifier requires y to be passed, but the target y is None")
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                      data_conversion_warning(), stacklevel=3)
+                      data_conversion_warning(), stacklevel=4)
         y = y.ravel()
+    return y
+
+
+def check_y(y, n):
+    """Labels y (n,) as a 1-D array (a column vector is raveled with a warning); continuous or
+    non-finite values and a length other than n are refused."""
+    y = given_y(y, "SVMClassifier")
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape}")
     if y.shape[0] != n:

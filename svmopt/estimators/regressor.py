@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from ..checks import check_targets
 from ..losses import Loss, MissingCapability
 from ..solve import solve
-from .base import Params, check_X, data_conversion_warning, not_fitted
+from .base import Params, check_X, given_y, not_fitted
 from .resolvers import resolve_kernel, resolve_loss, resolve_method
 
 __all__ = ["SVMRegressor", "r2_score"]
@@ -34,13 +33,7 @@ def r2_score(y, f, sample_weight=None) -> float:
 
 
 def _check_targets(y, n):
-    if y is None:
-        raise ValueError("SVMRegressor requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                      data_conversion_warning(), stacklevel=3)
-        y = y.ravel()
+    y = given_y(y, "SVMRegressor")
     if y.dtype.kind in "OUS":
         try:
             y = y.astype(np.float64)
