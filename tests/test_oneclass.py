@@ -317,6 +317,13 @@ def test_cli_epsilon_svr_and_regression_model_files(tmp_path, capsys):
     assert f"Mean squared error = {mse_ref:.4g}"[:-1] in out and "Squared correlation coefficient" in out
     assert train_main(args + ["-v", "3", "-q", str(tmp_path / "reg.txt")]) == 0
     assert "Cross Validation Mean squared error = " in capsys.readouterr().out
+    # LIBSVM's own spelling, -t 2 -g 2: -s is LIBSVM's svm type with -t as with --kernel; the same model
+    libsvm_args = ["-s", "3", "-t", "2", "-g", "2", "-c", "10", "-p", "0.05", "--dtype", "float64", "--tol", "1e-9"]
+    assert train_main(libsvm_args + ["-q", str(tmp_path / "reg.txt"), str(tmp_path / "t.model")]) == 0
+    assert predict_main(["-q", str(tmp_path / "reg.txt"), str(tmp_path / "t.model"), str(tmp_path / "t.txt")]) == 0
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "t.txt"), pred_ref, atol=1e-5)
+    assert train_main(["-s", "4", "-t", "2", "-q", str(tmp_path / "reg.txt")]) == 1  # LIBSVM's -s 4: nu-SVR
+    assert "nu-SVR is not in svmopt" in capsys.readouterr().err
     for bad, msg in ((["-s", "4", "--kernel", "rbf"], "nu-SVR is not in svmopt"), (["-s", "3", "-p", "0.1"], "-p is")):
         assert train_main(bad + [str(tmp_path / "reg.txt")]) == 1
         assert msg in capsys.readouterr().err
