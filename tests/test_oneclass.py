@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from conftest import data_path
+from sklearn_checks import PROTOCOL_CHECKS, failed_checks, run_check
 
 import svmopt
 from svmopt.kernels import linear, rbf
@@ -226,38 +227,23 @@ def test_estimator_matches_sklearns_oneclasssvm():
     assert OneClassSVM().get_params()["nu"] == 0.5 and "nu=0.1" in repr(OneClassSVM(nu=0.1))
 
 
-FAST_CHECKS = ["check_parameters_default_constructible", "check_no_attributes_set_in_init",
-               "check_get_params_invariance", "check_set_params", "check_estimators_unfitted",
-               "check_estimators_empty_data_messages", "check_estimator_repr", "check_estimator_cloneable",
-               "check_fit2d_1sample", "check_fit2d_1feature", "check_outliers_train", "check_methods_subset_invariance"]
+FAST_CHECKS = PROTOCOL_CHECKS + ["check_fit2d_1sample", "check_fit2d_1feature", "check_outliers_train",
+                                 "check_methods_subset_invariance"]
 
 
 @pytest.mark.parametrize("check", FAST_CHECKS)
 def test_sklearn_check_fast(check):
-    from sklearn.utils import estimator_checks
-
     from svmopt.estimators import OneClassSVM
 
-    getattr(estimator_checks, check)("OneClassSVM", OneClassSVM())
-
-
-# scikit-learn's own expected failures for its OneClassSVM (sklearn/utils/_test_common/instance_generator.py)
-EXPECTED_FAILED = {
-    "check_sample_weight_equivalence_on_dense_data": "sample_weight is not equivalent to removing/repeating samples",
-    "check_sample_weight_equivalence_on_sparse_data": "sample_weight is not equivalent to removing/repeating samples",
-}
+    run_check(check, OneClassSVM())
 
 
 @pytest.mark.slow
 def test_sklearn_check_estimator_all():
     """Every check, with scikit-learn's OneClassSVM's expected failures (and only those)."""
-    from sklearn.utils import estimator_checks
-
     from svmopt.estimators import OneClassSVM
 
-    results = estimator_checks.check_estimator(OneClassSVM(), expected_failed_checks=EXPECTED_FAILED, on_fail=None)
-    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
-    assert not failed
+    assert not failed_checks(OneClassSVM())
 
 
 # ---------------------------------------------------------------------- command line and model files
