@@ -21,7 +21,7 @@ from .problem import Problem
 from .result import RegressionResult, Result, SolverError, Status, warn_convergence
 from .stages import Outcome
 
-__all__ = ["result", "report", "conditioning_hint", "definiteness_hint"]
+__all__ = ["result", "report", "conditioning_hint", "definiteness_hint", "rounding_hint"]
 
 
 def _split(w, scale):
@@ -119,6 +119,7 @@ def report(res: Result, plan: Plan, throw: bool, what: str = "") -> Result:
         hint = method.advice(Status(int(status)))
         if hint:
             msg += f". {hint}"
+    msg += rounding_hint(res)
     failed = np.asarray(res.C, float)
     if np.ndim(failed) and np.shape(failed) == np.shape(status):
         failed = failed[status != Status.CONVERGED]
@@ -127,6 +128,24 @@ def report(res: Result, plan: Plan, throw: bool, what: str = "") -> Result:
         raise SolverError(msg)
     warn_convergence(msg, stacklevel=4)
     return res
+
+
+def rounding_hint(res: Result) -> str:
+    """For a gap within tol that rounding could have produced (``problem.rounding_bound``): say so and
+    what certifies it. "" otherwise."""
+    extras = res.extras if isinstance(res.extras, dict) else {}
+    if "rounding" not in extras or res.tol is None:
+        return ""
+    rounding, rel = np.asarray(extras["rounding"], float), np.asarray(res.relative_gap, float)
+    hit = (rel <= res.tol) & (rel + rounding > res.tol) & (np.asarray(res.status) != Status.CONVERGED)
+    if not np.any(hit):
+        return ""
+    worst = float(np.max(np.where(hit, rounding, 0.0)))
+    dtype = np.asarray(res.primal_objective).dtype
+    return (f". The computed gap is within tol, but {dtype} rounding of P and D could be as large as "
+            f"{worst:.2g} |P| on this problem (large C, rows' norms and ||w||), so it certifies nothing; solve in "
+            "float64 (jax.config.update('jax_enable_x64', True) and dtype='float64'), scale the features "
+            "(e.g. to [0, 1] or unit variance), or loosen tol above that figure")
 
 
 def definiteness_hint(pb: Problem) -> str:

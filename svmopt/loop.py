@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .problem import Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual, relative_gap
+from .problem import (Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual, relative_gap,
+                      rounding_bound)
 from .result import Status
 from .solvers.base import COLD, Start
 
@@ -130,12 +131,39 @@ class Loop(NamedTuple):
     alpha  (n,) its dual point (zeros before the first check)
     primal the primal objective of the last check (+inf before the first): when that check
            certified, the state has not moved since, and the summary reuses it (no products)
+    rounding  the bound on P - D's rounding (``problem.rounding_bound``, relative) of the last check
+           whose computed gap was within tol (0 before one): it is computed only then
     """
 
     st: Any
     dual: Any
     alpha: Any
     primal: Any
+    rounding: Any
+
+
+ROUNDING_SLACK = 64
+"""A tol within this many eps of the gap is met up to rounding: a float64 tol of 1e-14 asks for what a
+bound on P - D's rounding (~1e-14 there) cannot promise, and is taken as "to the dtype's precision"."""
+
+
+def rounding_counts(method, pb: Problem, w) -> bool:
+    """Static: is P - D's rounding bounded for this method and problem (a Section-1 objective, one w)?"""
+    return method.section1_objective(pb) and jnp.ndim(w) == 1
+
+
+def within_rounding(method, pb, it, loop: Loop, rel, ok, allowed):
+    """(ok, rounding): a gap within tol certifies only when it stays within tol with the bound on
+    its rounding added; the bound (one product with X and the rows' norms) is computed only for a gap
+    that is within tol, otherwise the loop's last one is kept."""
+    if not rounding_counts(method, pb, it.w):
+        return ok, loop.rounding
+
+    def bound(_):
+        return rounding_bound(pb, it.w, it.b, loop.alpha, loop.primal, loop.dual).astype(loop.rounding.dtype)
+
+    rounding = lax.cond(ok, bound, lambda _: loop.rounding, None)
+    return ok & (rel + rounding <= allowed + ROUNDING_SLACK * jnp.finfo(loop.rounding.dtype).eps), rounding
 
 
 def best_certificate(loop: Loop, dual, alpha):
@@ -167,8 +195,13 @@ def summarize(method, pb: Problem, loop: Loop, k, code) -> Summary:
     status = final_status(code, primal, method.start_objective(pb), finite)
     # a CONVERGED code was certified in the loop; re-check on the reported numbers
     # (the loop certified with its own, equally valid, rounding: allow the rounding of one more pass)
-    slack = 64 * jnp.finfo(primal.dtype).eps
-    ok = certifies(relative_gap(primal, dual), method.gap_tol() * (1 + 1e-6) + slack)
+    slack = ROUNDING_SLACK * jnp.finfo(primal.dtype).eps
+    rel, allowed = relative_gap(primal, dual), method.gap_tol() * (1 + 1e-6)
+    ok = certifies(rel, allowed + slack)
+    if rounding_counts(method, pb, it.w):
+        # the loop bounded the rounding of P - D at its checks within tol (``within_rounding``)
+        extras["rounding"] = loop.rounding
+        ok = ok & (rel + loop.rounding <= allowed + slack)
     if pb.kernel is not None and not pb.kernel.psd:  # not convex: no gap certifies (kernels.Kernel.psd)
         ok = False
     status = jnp.where((status == Status.CONVERGED) & ~ok, Status.UNCERTIFIED, status).astype(jnp.int32)
@@ -206,16 +239,26 @@ def certify(method, pb, loop: Loop, code, k):
 
     def check(loop):
         st = loop.st
-        _, primal, dual, alpha = objectives(method, pb, st)
+        it, primal, dual, alpha = objectives(method, pb, st)
         dual, alpha = best_certificate(loop, dual, alpha)
         loop = loop._replace(dual=dual, alpha=loop.alpha if alpha is None else alpha, primal=primal)
-        ok = certifies(relative_gap(primal, dual), method.gap_tol())
+        rel, tol = relative_gap(primal, dual), method.gap_tol()
+        ok = certifies(rel, tol)
+        within, rounding = within_rounding(method, pb, it, loop, rel, ok, tol)
+        loop = loop._replace(rounding=rounding)
+        # rounding alone above tol / 2: no iterate in this dtype will certify, so the run ends here
+        # (a gap within tol short of its rounding bound goes on: a method that cannot tighten claims
+        # again when its gap has shrunk by that much)
+        hopeless = ok & ~within & (rounding > tol / 2 + ROUNDING_SLACK * jnp.finfo(rounding.dtype).eps)
+        short = ok & ~within & ~hopeless
+        ok = within
         tight = method.tighten(pb, st)
         if tight is None:
-            fail = jnp.where(claimed, Status.UNCERTIFIED, code)
+            fail = jnp.where(hopeless | (claimed & ~short), Status.UNCERTIFIED, jnp.where(short, RUNNING, code))
             return loop, jnp.where(ok, Status.CONVERGED, fail).astype(jnp.int32)
         st = jax.tree_util.tree_map(lambda a, t: jnp.where(ok | ~claimed, a, t), st, tight)
-        return loop._replace(st=st), jnp.where(ok, Status.CONVERGED, RUNNING).astype(jnp.int32)
+        go_on = jnp.where(hopeless, Status.UNCERTIFIED, RUNNING)
+        return loop._replace(st=st), jnp.where(ok, Status.CONVERGED, go_on).astype(jnp.int32)
 
     return lax.cond(due, check, lambda s: (s, code), loop)
 
@@ -279,7 +322,8 @@ def init(method, pb, start):
     dt = pb.dtype
     # alpha computed from the rows' weights (finite): on row-sharded X it lives where the rows live,
     # as the chunks' alpha does (a constant zeros would be replicated, and the chunk's input sharding differ)
-    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt), jnp.asarray(jnp.inf, dt))
+    return Loop(method.init(pb, start), jnp.asarray(-jnp.inf, dt), (pb.cs * 0).astype(dt), jnp.asarray(jnp.inf, dt),
+                jnp.zeros((), dt))
 
 
 def core(method, pb: Problem, start: Start, max_iter) -> Summary:

@@ -106,6 +106,10 @@ class DenseOperator:
     def row_sq_norms(self):
         return jnp.sum(self.X * self.X, axis=1)
 
+    def abs_matvec(self, w):
+        """|X| |w| (a row-wise reduction XLA fuses: |X| is never formed)."""
+        return jnp.sum(jnp.abs(self.X) * jnp.abs(w), axis=1)
+
     def col_sq_norms(self):
         return jnp.sum(self.X * self.X, axis=0)
 
@@ -223,6 +227,10 @@ class SparseOperator:
         ones = jnp.ones((d,), self.data.dtype)
         return _csr.matvec(self.data * self.data, self.indices, self.indptr, self.row_ids, ones, self.impl)
 
+    def abs_matvec(self, w):
+        """|X| |w|: the product of the CSR with every stored value's magnitude."""
+        return _csr.matvec(jnp.abs(self.data), self.indices, self.indptr, self.row_ids, jnp.abs(w), self.impl)
+
     def col_sq_norms(self):
         return jax.ops.segment_sum(self.data * self.data, self.indices, self._shape[1])
 
@@ -315,6 +323,9 @@ class BiasColumn:
 
     def row_sq_norms(self):
         return self.base.row_sq_norms() + self.bias * self.bias
+
+    def abs_matvec(self, w):
+        return self.base.abs_matvec(w[:-1]) + jnp.abs(self.bias * w[-1])
 
     def row_inf_norms(self):
         return jnp.maximum(self.base.row_inf_norms(), jnp.abs(self.bias))

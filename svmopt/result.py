@@ -86,7 +86,8 @@ _MESSAGES = {
     Status.NONFINITE: "non-finite values (nan/inf) appeared in the iterates",
     Status.STALLED: "stalled: the objective stopped improving before the duality gap was certified <= tol",
     Status.UNCERTIFIED: "the method's own stopping rule was met but the duality gap could not be certified "
-                        "<= tol (no dual for this loss/regularizer, or the method cannot tighten further)",
+                        "<= tol (no dual for this loss/regularizer, the method cannot tighten further, or the dtype's "
+                        "rounding of P and D could exceed tol: extras['rounding'])",
 }
 
 

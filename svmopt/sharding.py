@@ -152,6 +152,9 @@ class ShardedOperator:
     def row_sq_norms(self):
         return self.map(lambda op: op.row_sq_norms(), (), (), P(AXIS))
 
+    def abs_matvec(self, w):
+        return self.map(lambda op, w: op.abs_matvec(w), (w,), (P(),), P(AXIS))
+
     def row_inf_norms(self):
         return self.map(lambda op: op.row_inf_norms(), (), (), P(AXIS))
 

@@ -209,6 +209,12 @@ class Method:
         """True when ``objectives`` computes primal and dual itself (kernel methods)."""
         return False
 
+    def section1_objective(self, pb) -> bool:
+        """Static: is the method's P the Section-1 objective of its (w, b) (``problem.primal_objective``)?
+        The summary then bounds P - D's rounding (``problem.rounding_bound``); a method whose objective
+        has another form (Crammer-Singer's, the ordinal cutting plane's) says False."""
+        return pb.kernel is None
+
     def objectives(self, pb, st, it):
         """(primal, dual, alpha) computed by the method (only when ``own_objectives``)."""
         raise NotImplementedError

@@ -220,6 +220,9 @@ class CrammerSinger(Method):
     def own_objectives(self, pb) -> bool:
         return True
 
+    def section1_objective(self, pb) -> bool:
+        return False
+
     def objectives(self, pb, st: CSState, it: Iterate):
         primal, dual, alpha = primal_dual(pb, st.wt, st.alpha, st.y)
         return primal, dual, alpha.T

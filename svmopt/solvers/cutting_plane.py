@@ -272,6 +272,9 @@ class CuttingPlane(Method):
     def own_objectives(self, pb) -> bool:
         return self.task == "ordinal"
 
+    def section1_objective(self, pb) -> bool:
+        return self.task != "ordinal" and pb.kernel is None
+
     def start_objective(self, pb):
         if self.task == "classification":
             return super().start_objective(pb)
