@@ -62,7 +62,7 @@ from ..result import Status
 from .alfpgm import alfpgm
 from .alm import alm
 from .base import bounded_dual, box_dual
-from .dual_cd import dual_cd
+from .dual_cd import PASSES as DUAL_CD_PASSES, dual_cd
 from .dual_newton import dual_newton
 from .nesvm import nesvm
 from .newglmnet import newglmnet
@@ -161,7 +161,7 @@ class Auto:
                 return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
                                 warm_within=np.inf, label="dual_newton")
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
-                            cap=method.default_max_iter(pb), go_on=0.1, warm_within=10.0 * float(self.tol),
+                            cap=DUAL_CD_PASSES, go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
         if method.name == "newglmnet":  # stalled (or capped) short of tol: alm's proximal steps from its point
             cap = method.default_max_iter(pb)
