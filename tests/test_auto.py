@@ -309,3 +309,20 @@ def test_a_failed_hand_over_says_what_ran():
         r = svmopt.solve(d.data, y, C=100.0, intercept_scaling=1.0)
     assert r.status != Status.CONVERGED and [s["method"] for s in r.extras["stages"]] == ["dual_cd", "alm"]
     assert f"the result is {r.method}'s" in str(rec[0].message)
+
+
+def test_newton_stalled_hands_over_to_alm():
+    """Lp 1.5 on a1a at C = 100 in float32: newton STALLED at a relative gap of 7e-3 (l'' is unbounded
+    at the kink); auto goes on with alm(precondition=True, adapt_mu=True) from newton's point and
+    certifies, within tol of float64 L-BFGS-B's objective (the numpy objective of the returned w, b)."""
+    from references import lbfgs, load, objective
+
+    X, y = load("a1a")
+    C = 100.0
+    r = svmopt.solve(X, y, loss=lp_hinge(1.5), C=C, dtype="float32")
+    assert r.status == Status.CONVERGED
+    stages = r.extras["stages"]
+    assert [s["method"] for s in stages] == ["newton", "alm"] and stages[0]["status"] == Status.STALLED
+    P = objective(X, y, np.asarray(r.w, np.float64), float(r.b), C, 1.5)
+    ref = lbfgs(X, y, 1.5, C=C)[0]
+    assert P <= ref * (1 + 1e-3)

@@ -40,7 +40,10 @@ uncertified with a larger gap, the first result stays. The rules:
   * dual_cd, tall data: 300 passes, on to its cap (1000) within a gap of 0.1, then
     ``alm(precondition=True, adapt_mu=True)`` (its iterations hardly depend on C), from dual CD's
     point within 10 tol, else from zero (the better start far from the optimum);
-  * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point.
+  * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point;
+  * newton, STALLED or at its cap (an l2-type regularizer): ``alm(precondition=True, adapt_mu=True)``
+    from its point (Lp 1.5 on a1a at C = 100 in float32: newton STALLED at a gap of 7e-3 after 51
+    steps; alm from there certified in 645 iterations).
 
 ``Result.extras["stages"]`` lists what ran (timings add up, histories join); a batch lists each
 problem handed over in ``extras["handover"]``. Not in a traced solve (inside the caller's jit /
@@ -163,6 +166,11 @@ class Auto:
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
                             cap=DUAL_CD_PASSES, go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
+        if method.name == "newton" and pb.reg.quadratic is not None:  # stalled short of tol (float32 near a kink)
+            cap = method.default_max_iter(pb)
+            return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=cap, cap=cap, go_on=0.0,
+                            warm_within=np.inf, label="alm(precondition=True, adapt_mu=True)",
+                            when=(Status.STALLED, Status.MAX_ITER))
         if method.name == "newglmnet":  # stalled (or capped) short of tol: alm's proximal steps from its point
             cap = method.default_max_iter(pb)
             return Handover(alm(tol=self.tol), check=cap, cap=cap, go_on=0.0, warm_within=np.inf, label="alm",
