@@ -326,3 +326,7 @@ def test_newton_stalled_hands_over_to_alm():
     P = objective(X, y, np.asarray(r.w, np.float64), float(r.b), C, 1.5)
     ref = lbfgs(X, y, 1.5, C=C)[0]
     assert P <= ref * (1 + 1e-3)
+    # newton asked for by name stalls, and its warning names what certifies
+    with pytest.warns(svmopt.ConvergenceWarning, match=r"alm\(precondition=True, adapt_mu=True\) with init=this result"):
+        alone = svmopt.solve(X, y, loss=lp_hinge(1.5), C=C, dtype="float32", method=svmopt.solvers.newton)
+    assert alone.status == Status.STALLED
