@@ -312,7 +312,7 @@ def rounding_bound(pb: Problem, w, b, alpha, primal, dual):
     """
     dt = pb.dtype
     u = float(jnp.finfo(dt).eps) / 2
-    n, d = pb.op.shape
+    n = pb.op.shape[0]
     grow = u * MARGIN_ROUNDING
     size = pb.op.abs_matvec(w) + jnp.abs(b)  # |x_i|.|w| + |b|
     delta = grow * size
