@@ -85,6 +85,8 @@ METHODS = {
     "newglmnet": (solvers.newglmnet, [(l, "l1") for l in SMOOTH], "free"),
     "newton": (solvers.newton, [(l, "l2") for l in SMOOTH], "free"),
     "cutting_plane": (solvers.cutting_plane, [("hinge", "l2")], "bias"),
+    "pdhg": (solvers.pdhg, [("hinge", "l2"), ("squared_hinge", "l2"), ("hinge", "l1"), ("squared_hinge", "l1")],
+             "free"),
     "auto": (solvers.auto, [(l, "l2") for l in L2_LOSSES] + [(l, "l1") for l in ("hinge",) + SMOOTH], "free"),
 }
 

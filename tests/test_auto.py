@@ -37,11 +37,15 @@ def test_every_pair_gets_a_method_that_certifies():
             assert why and method.tol == auto.tol
             smooth = loss.is_differentiable and reg.quadratic is not None
             l1_newton = loss.is_differentiable and reg.name in ("l1", "elastic_net") and _l1cd.available()
-            assert method.name == ("newton" if smooth else "newglmnet" if l1_newton else "alm"), (loss, reg)
+            # a kink and a box dual with a non-quadratic regularizer (the LP-SVM): pdhg
+            lp = (not loss.is_smooth and loss.has_dual and loss.dual.quad is not None and reg.quadratic is None
+                  and not l1_newton)
+            assert method.name == ("newton" if smooth else "newglmnet" if l1_newton else "pdhg" if lp else "alm"), \
+                (loss, reg)
             if method.name == "alm":  # Jacobi steps exactly where the (w, b) step is a least-squares one
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
-    assert seen == {"newton", "alm"} | ({"newglmnet"} if _l1cd.available() else set())
+    assert seen == {"newton", "alm", "pdhg"} | ({"newglmnet"} if _l1cd.available() else set())
     # wide data (more features than rows) with a free intercept: newton from dual CD passes on the
     # bias-feature problem where the compiled pass runs (a box dual), else Jacobi-scaled alm
     pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 import svmopt
 from svmopt.losses import hinge, squared_hinge
 from svmopt.result import ConvergenceWarning, Status
-from svmopt.solvers import alfpgm, alm, auto, cutting_plane, dual_cd, homotopy_nesvm, nesvm, newton as newton_method
+from svmopt.solvers import alfpgm, alm, auto, cutting_plane, dual_cd, homotopy_nesvm, nesvm, newton as newton_method, pdhg
 from references import load, newton, pm
 
 CS = np.array([0.01, 1.0, 100.0])
@@ -36,13 +36,14 @@ SLOW_SETS = SETS + ["ijcnn1"]
 WIDTH = 123  # a1a's; the narrower sets get zero columns
 # method -> intercept mode: "free" (b unregularized) or "bias" (LIBLINEAR's bias feature, scaling 1)
 METHODS = {"alm": (alm, "free"), "nesvm": (nesvm, "free"), "homotopy_nesvm": (homotopy_nesvm, "free"),
-           "alfpgm": (alfpgm, "free"), "dual_cd": (dual_cd, "bias"), "cutting_plane": (cutting_plane, "bias")}
+           "alfpgm": (alfpgm, "free"), "dual_cd": (dual_cd, "bias"), "cutting_plane": (cutting_plane, "bias"),
+           "pdhg": (pdhg, "free")}
 # the squared hinge also runs on newton (free intercept and bias feature) and the default, auto
 # (newton there): a CONVERGED newton run's summary reuses the last certificate instead of computing
 # the objectives again, so the reported numbers are checked against numpy here as for every method
 SMOOTH = {"newton": (newton_method, "free"), "newton_bias": (newton_method, "bias"), "auto": (auto, "bias")}
 ALL = {**METHODS, **SMOOTH}
-SQUARED = ["alm", "nesvm", "homotopy_nesvm", "dual_cd", *SMOOTH]  # alfpgm: the hinge's dual; cutting_plane: the hinge only
+SQUARED = ["alm", "nesvm", "homotopy_nesvm", "dual_cd", "pdhg", *SMOOTH]  # alfpgm: the hinge's dual; cutting_plane: the hinge only
 
 
 @lru_cache(maxsize=None)

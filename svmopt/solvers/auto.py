@@ -21,6 +21,8 @@ kernel is built, X unsharded):
   any other loss with an l2-type regularizer          alm(precondition=True,    Jacobi-scaled steps, penalty
                                                         adapt_mu=True)            adapted when the gap stalls
   l1 / elastic net, twice-differentiable loss, CPU    newglmnet                 proximal Newton (LIBLINEAR's -s 6)
+  a loss with a kink (hinge, epsilon-insensitive),     pdhg                      restarted Halpern PDHG: its dual
+    l1 / elastic net                                                              iterates converge (the LP-SVM)
   l1, elastic net, smoothed l1, custom regularizers   alm (proximal step)       the one proximal method
   no duality gap for the pair                         alm(criterion="grad")     uncertified
 
@@ -72,6 +74,7 @@ from .dual_newton import dual_newton
 from .nesvm import nesvm
 from .newglmnet import newglmnet
 from .newton import newton
+from .pdhg import pdhg
 
 __all__ = ["Auto", "Handover", "auto"]
 
@@ -136,6 +139,11 @@ class Auto:
         if pb.reg.name in ("l1", "elastic_net") and not _near_kink(pb) and newglmnet.native(pb):
             out.append((newglmnet(**tol), "twice-differentiable loss, l1 / elastic net, on the CPU: proximal Newton "
                                             "with a compiled coordinate-descent inner solve (newGLMNET)"))
+        # a loss with a kink (the hinge) and l1 / elastic net: the LP-SVM and its kin, where only the
+        # primal-dual iterates of restarted PDHG converge to a dual point that certifies (docs/auto.md)
+        if pb.reg.quadratic is None and not pb.loss.is_smooth:
+            out.append((pdhg(**tol), "a loss with a kink and a non-quadratic regularizer (hinge + l1: a linear "
+                                     "program): restarted Halpern PDHG, whose dual iterates converge too"))
         if pb.reg.quadratic is not None:
             out.append((alm(precondition=True, adapt_mu=True, **tol),
                         "loss with a kink and an l2-type regularizer: ALM with Jacobi-preconditioned steps and "
