@@ -16,7 +16,7 @@ from svmopt.losses import hinge, logistic, squared_hinge
 from svmopt.losses import MissingCapability
 from svmopt.regularizers import l1, l2
 from svmopt.result import Status
-from svmopt.solvers import auto, pdhg
+from svmopt.solvers import pdhg
 from references import load, pm
 
 
