@@ -43,6 +43,9 @@ uncertified with a larger gap, the first result stays. The rules:
     ``alm(precondition=True, adapt_mu=True)`` (its iterations hardly depend on C), from dual CD's
     point within 10 tol, else from zero (the better start far from the optimum);
   * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point;
+  * alm (auto's first method, a loss with a box dual: the hinge with a free intercept), STALLED or
+    at its cap: ``pdhg``, from its point (w, b and the multipliers) where its gap is within
+    ``PDHG_WARM``, else from zero;
   * newton (an l2-type regularizer): ``NEWTON_STEPS`` steps, on to its cap within a gap of
     ``NEWTON_GO_ON``, else (or STALLED) ``alm(precondition=True, adapt_mu=True)``, from its point
     where its gap is within 1, else from zero (alm's in-place margins drifted from a far start) (Lp
@@ -182,6 +185,10 @@ class Auto:
                             go_on=NEWTON_GO_ON,
                             warm_within=1.0, label="alm(precondition=True, adapt_mu=True)",
                             when=(Status.STALLED, Status.MAX_ITER))
+        if method.name == "alm" and _takes(pdhg, pb):  # a box dual (the hinge with a free intercept): at alm's cap
+            cap = method.default_max_iter(pb)
+            return Handover(pdhg(tol=self.tol), check=cap, cap=cap, go_on=0.0, warm_within=PDHG_WARM, label="pdhg",
+                            when=(Status.STALLED, Status.MAX_ITER))
         if method.name == "newglmnet":  # stalled (or capped) short of tol: alm's proximal steps from its point
             cap = method.default_max_iter(pb)
             return Handover(alm(tol=self.tol), check=cap, cap=cap, go_on=0.0, warm_within=np.inf, label="alm",
@@ -197,9 +204,24 @@ a gap of 3.9 after 500 steps (16 s) where alm then certified in 89 iterations; n
 (gap 1.3e4) and alm from zero certifies in 96 (1.2 s in all)."""
 NEWTON_GO_ON = 0.01
 
+PDHG_WARM = 1e-2
+"""alm's relative gap within which pdhg starts from its point. news20, one class against the rest, hinge,
+free intercept: alm ended MAX_ITER after 5000 iterations at C = 1 (gap 1.9e-3) and C = 10 (gap 0.13);
+pdhg from its point certified C = 1 in 256 iterations, but at C = 10 it was still at 2.6e-3 after 100,000,
+where from zero it certified in 15,360."""
+
 NEWTON_MIN_P = 1.2
 """Lp hinge losses with p below this go to alm, not newton: l''(m) = p (p - 1) (1 - m)^(p - 2) is
 unbounded at the kink for p < 2, and newton stalled near p = 1 where alm certified (docs/auto.md)."""
+
+
+def _takes(method, pb) -> bool:
+    """Does ``method`` accept ``pb`` (its ``validate``)?"""
+    try:
+        method.validate(pb)
+    except (MissingCapability, ValueError):
+        return False
+    return True
 
 
 def _near_kink(pb) -> bool:

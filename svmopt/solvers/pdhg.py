@@ -97,7 +97,7 @@ class PDHG(Method):
     beta_sufficient: float = 0.2
     beta_necessary: float = 0.8
     beta_artificial: float = 0.36
-    smoothing: float = 0.2
+    smoothing: float = 0.5
     omega0: Any = None
     power_iters: int = static(40)
     every: int = static(64)
@@ -237,7 +237,11 @@ class PDHG(Method):
         dw, db, da = w1 - st.w0, b1 - st.b0, a1 - st.a0
         px = jnp.sqrt(jnp.vdot(dw, dw / st.tc) + db * db / st.tb)
         pa = jnp.sqrt(jnp.vdot(da, da / st.sr))
-        ok = (px > tiny) & (pa > tiny) & jnp.isfinite(px) & jnp.isfinite(pa)
+        # a move within rounding of its point (a primal stuck on an LP vertex) says nothing of the ratio
+        nx = jnp.sqrt(jnp.vdot(w1, w1 / st.tc) + b1 * b1 / st.tb)
+        na = jnp.sqrt(jnp.vdot(a1, a1 / st.sr))
+        small = 64 * jnp.finfo(dt).eps
+        ok = (px > small * nx + tiny) & (pa > small * na + tiny) & jnp.isfinite(px) & jnp.isfinite(pa)
         th = jnp.asarray(self.smoothing, dt)
         omega_new = jnp.exp(th * jnp.log(jnp.where(ok, pa / jnp.where(ok, px, 1.0), 1.0))
                             + (1.0 - th) * jnp.log(st.omega))
