@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import svmopt  # noqa: E402
 from svmopt.losses import hinge, squared_hinge  # noqa: E402
-from svmopt.solvers import alm, cutting_plane, dual_cd, nesvm  # noqa: E402
+from svmopt.solvers import alm, cutting_plane, dual_cd, nesvm, pdhg  # noqa: E402
 
 DATA = os.environ["SVMOPT_DATA"]
 METHODS = {
@@ -33,6 +33,7 @@ METHODS = {
     "nesvm": (nesvm, squared_hinge, {}),
     "cutting_plane": (cutting_plane, hinge, {"intercept_scaling": 1.0}),
     "dual_cd": (dual_cd, squared_hinge, {"intercept_scaling": 1.0}),
+    "pdhg": (pdhg, hinge, {}),
 }
 if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # the primal Newton, where it exists
     from svmopt.solvers import newton  # noqa: E402

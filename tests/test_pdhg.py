@@ -171,3 +171,18 @@ def test_auto_hands_a_capped_alm_over_to_pdhg():
     D = a.sum() - 0.5 * v @ v
     P = 0.5 * w @ w + 100.0 * np.maximum(1.0 - y * (Xc @ w + b), 0.0).sum()
     assert (P - D) / P <= 1e-3 + 1e-4, ((P - D) / P, float(r.relative_gap))
+
+
+def test_inside_jit_the_same_certified_answer():
+    """solve(method=pdhg) traced inside the caller's jit: the objective of its w within the certified gaps
+    of the eager solve (hinge, l2, free intercept, heart_scale, float64)."""
+    import jax
+
+    X, y = load("heart_scale")
+    Xd, yy = np.asarray(sp.csr_matrix(X).todense()), pm(y)
+    kw = dict(loss=hinge, reg=l2, method=pdhg(tol=1e-6), dtype=jnp.float64)
+    eager = svmopt.solve(Xd, yy, C=0.5, **kw)
+    w, b, status = jax.jit(lambda C: (lambda r: (r.w, r.b, r.status))(svmopt.solve(Xd, yy, C=C, **kw)))(0.5)
+    P = 0.5 * np.dot(w, w) + 0.5 * np.maximum(1.0 - yy * (Xd @ np.asarray(w) + float(b)), 0.0).sum()
+    assert int(status) == Status.CONVERGED and eager.status == Status.CONVERGED
+    assert abs(P - float(eager.primal_objective)) <= 2e-6 * abs(P)

@@ -81,7 +81,8 @@ def test_shard_rows_layout(request):
 # The subprocess then compiles only their sharded programs (the one-device ones cost ~3 s each).
 # nesvm and cutting_plane always run on one device too: their runs are compared step for step.
 PATH = ("nesvm", "cutting_plane")
-REFERENCE = {"alm": ("hinge", "free"), "dual_cd": ("squared_hinge", "bias"), "newton": ("squared_hinge", "free")}
+REFERENCE = {"alm": ("hinge", "free"), "dual_cd": ("squared_hinge", "bias"), "newton": ("squared_hinge", "free"),
+             "pdhg": ("hinge", "free")}
 REF_ROWS = 5000  # LIBSVM's hinge on more rows is slow: there, every method runs on one device too
 
 
@@ -142,7 +143,7 @@ def _check_equal(res, methods, ref=None, rel=1e-6):
         assert dw <= np.sqrt(2 * one["gap"]) + np.sqrt(2 * two["gap"]) + 1e-9, (m, dw)
 
 
-ALL = "alm,nesvm,cutting_plane,dual_cd"
+ALL = "alm,nesvm,cutting_plane,dual_cd,pdhg"
 if importlib.util.find_spec("svmopt.solvers.newton") is not None:  # every linear method, Newton where it exists
     ALL += ",newton"
 
