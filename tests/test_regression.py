@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import svmopt
 from svmopt.losses import epsilon_insensitive, hinge, squared_epsilon_insensitive, squared_error
 from svmopt.result import RegressionResult, Status
-from svmopt.solvers import alm, dual_cd, newton
+from svmopt.solvers import alm, dual_cd, newton, pdhg
 
 F64 = jnp.float64
 
@@ -67,7 +67,7 @@ def test_the_optimum_is_liblinears(diabetes, s, p, data):
         <= best * (1 + 1.1e-3)
 
 
-@pytest.mark.parametrize("method", [dual_cd, newton, alm], ids=["dual_cd", "newton", "alm"])
+@pytest.mark.parametrize("method", [dual_cd, newton, alm, pdhg], ids=["dual_cd", "newton", "alm", "pdhg"])
 def test_every_method_that_takes_the_loss_certifies_the_same_optimum(diabetes, method):
     X, t = diabetes
     loss = squared_epsilon_insensitive(2.0)
@@ -94,6 +94,21 @@ def test_a_free_intercept_and_squared_error(diabetes):
     l1 = svmopt.solve(X, t, loss=epsilon_insensitive(5.0), C=1.0, dtype=F64, tol=1e-5)
     assert l1.status == Status.CONVERGED and l1.method == "alm"
     assert 0.0 < l1.score(X, t) < 1.0 and np.allclose(l1.predict(X), X @ np.asarray(l1.w) + float(l1.b))
+
+
+def test_l1_svr_with_a_free_intercept_to_1e8(diabetes):
+    """The epsilon-insensitive loss with a free intercept: pdhg's saddle point takes the targets and
+    epsilon in its dual step (a soft threshold). Certified to 1e-8 in float64; its objective, recomputed
+    in numpy, between alm's certified dual and primal at 1e-5."""
+    X, t = diabetes
+    kw = dict(loss=epsilon_insensitive(5.0), C=1.0, dtype=F64)
+    r = svmopt.solve(X, t, method=pdhg(tol=1e-8), **kw)
+    a = svmopt.solve(X, t, method=alm(tol=1e-5), **kw)
+    assert r.status == Status.CONVERGED and a.status == Status.CONVERGED
+    P = _objective(X, t, np.asarray(r.w), float(r.b), 1, 5.0, 1.0, False)
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-10)
+    assert float(a.dual_objective) * (1 - 1e-12) <= P <= float(a.primal_objective)
+    assert float(r.dual_objective) <= float(a.primal_objective)
 
 
 def test_regression_errors_name_the_fix(diabetes):
