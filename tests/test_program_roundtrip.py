@@ -31,7 +31,7 @@ _CHILD = textwrap.dedent(r"""
     from svmopt.losses import hinge, logistic, squared_hinge
     from svmopt.regularizers import l1
     from svmopt.solvers import (alfpgm, alm, cutting_plane, dual_cd, dual_newton, homotopy_nesvm, nesvm, newglmnet,
-                                newton)
+                                newton, pdhg)
     X, y = load_svmlight(os.path.join(sys.argv[1], "heart_scale.xz"))
     wide = X[:40]
     layouts, dtypes = sys.argv[2].split(","), sys.argv[3].split(",")
@@ -45,6 +45,7 @@ _CHILD = textwrap.dedent(r"""
         "dual_newton": lambda X, y, **k: svmopt.solve(X[:12], y[:12], method=dual_newton, intercept_scaling=1.0, **k),
         "newglmnet": lambda X, y, **k: svmopt.solve(X, y, loss=logistic, reg=l1, method=newglmnet, **k),
         "auto": lambda X, y, **k: svmopt.solve(X, y, **k),
+        "pdhg": lambda X, y, **k: svmopt.solve(X, y, reg=l1, method=pdhg, **k),
         "alfpgm": lambda X, y, **k: svmopt.solve(X, y, method=alfpgm, kernel=rbf(0.2), **k),
         "ordinal": lambda X, y, **k: ranking.solve_ordinal(X, y, C=0.1, **k),
         "grid": lambda X, y, **k: svmopt.solve(X, y, C=[0.1, 1.0], **k),
