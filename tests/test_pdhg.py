@@ -186,3 +186,10 @@ def test_inside_jit_the_same_certified_answer():
     P = 0.5 * np.dot(w, w) + 0.5 * np.maximum(1.0 - yy * (Xd @ np.asarray(w) + float(b)), 0.0).sum()
     assert int(status) == Status.CONVERGED and eager.status == Status.CONVERGED
     assert abs(P - float(eager.primal_objective)) <= 2e-6 * abs(P)
+
+
+def test_a_capped_run_warns_and_names_float64():
+    X, y = load("heart_scale")
+    with pytest.warns(svmopt.ConvergenceWarning, match=r"max_iter.*float64"):
+        r = svmopt.solve(X, y, C=100.0, loss=hinge, reg=l1, method=pdhg, max_iter=64)
+    assert r.status == Status.MAX_ITER

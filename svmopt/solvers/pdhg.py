@@ -257,6 +257,17 @@ class PDHG(Method):
                            k=jnp.where(restart, 0, st.k + 1), total=st.total + 1, r0=r0, rprev=r,
                            restarts=st.restarts + restart.astype(jnp.int32))
 
+    def advice(self, status):
+        from ..result import Status
+
+        if status in (Status.STALLED, Status.MAX_ITER):
+            return ("With l1 at a large C in float32, the dual point's rounding limits the certificate: "
+                    "X^T (alpha y) must stay within 1 in every coordinate, and its cancellation in float32 costs "
+                    "about 1e-3 of D (seeded gauss set, C = 100: P within 1.4e-7 of the LP optimum, D 3.8e-3 "
+                    "below it, where float64 certified in 2,304 iterations). Try float64 "
+                    "(jax.config.update('jax_enable_x64', True), dtype='float64'), a looser tol, or a larger max_iter")
+        return None
+
     def check(self, pb, st: PDHGState):
         return jnp.asarray(-1, jnp.int32)  # RUNNING: the driver's periodic certificate decides
 
