@@ -170,7 +170,7 @@ def test_auto_picks_newglmnet_where_it_applies():
 
     assert picked(logistic, l1) == picked(squared_hinge, elastic_net(0.3)) == "newglmnet"
     assert picked(lp_hinge(1.1), l1) == "alm"  # near the kink: l'' unbounded
-    assert picked(hinge, l1) == "alm"  # a kink: no Newton step
+    assert picked(hinge, l1) == "pdhg"  # a kink: no Newton step; the LP-SVM goes to PDHG
     assert picked(logistic, l2) == "newton"
 
 
