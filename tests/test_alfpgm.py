@@ -312,6 +312,23 @@ def test_paper_inner_solver_matches_libsvm():
     assert abs(float(r.dual_objective) - D_ref) <= 1e-6 * abs(D_ref)
 
 
+@pytest.mark.parametrize("inner", ["smo", "alfpgm"])
+def test_pwss_selection_matches_libsvm(inner):
+    """selection='pwss' (the paper's Section 3: WSS2nd pairs, MinMaxLimiter, minAlphaCheck), with SMO or
+    the paper's AL-FPGM inside the working set: diabetes_scale (576 rows, float64) against SVC at tol 1e-8,
+    the dual objective to 1e-6 and the decision function to 1e-3."""
+    X, y = load("diabetes_scale", 8)
+    X, y = X.toarray()[:576], y[:576]
+    ref, D_ref = reference(X, y, 1.0, 0.5, tol=1e-8)
+    r = svmopt.solve(X, y, method=alfpgm(whole=0, pairs=16, selection="pwss", inner=inner), C=1.0,
+                     kernel=rbf(gamma=0.5), tol=1e-7, dtype=np.float64)
+    assert r.status == Status.CONVERGED and int(r.extras["working_set"]) == 32
+    assert abs(float(r.dual_objective) - D_ref) <= 1e-6 * abs(D_ref)
+    np.testing.assert_allclose(r.decision_function(X), ref.decision_function(X), atol=1e-3)
+    with pytest.raises(ValueError, match="selection"):
+        svmopt.solve(X, y, method=alfpgm(selection="wss3"), kernel=rbf(gamma=0.5))
+
+
 # ---------------------------------------------------------------------- the row cache
 def test_cache_is_bounded_lru_and_returns_exact_rows():
     """fetch against a Python LRU simulation on heart_scale rows, with a 6-slot cache."""
