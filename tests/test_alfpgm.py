@@ -20,7 +20,6 @@ import pytest
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from conftest import data_path
 
