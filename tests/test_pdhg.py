@@ -129,7 +129,8 @@ def test_a_grid_of_C_is_one_program_and_each_certifies():
         assert float(r.dual_objective[i]) <= ref * (1 + 1e-9)
         assert (float(r.primal_objective[i]) - ref) / ref <= 1e-5 * (1 + 1e-6)
     before = svmopt.compile_count()
-    svmopt.solve(X, y, C=Cs * 2.0, loss=hinge, reg=l1, method=pdhg(tol=1e-4, step_size=0.8), dtype=jnp.float64)
+    svmopt.solve(X, y, C=Cs * 2.0, loss=hinge, reg=l1, method=pdhg(tol=1e-4, step_size=0.8, omega0=3.0),
+                 dtype=jnp.float64)
     assert svmopt.compile_count() == before
 
 

@@ -85,7 +85,8 @@ class PDHG(Method):
     reflect          gamma of the reflected Halpern step, in [0, 1] (1: the reflected operator 2T - I)
     beta_sufficient, beta_necessary, beta_artificial   the restart rules (module docstring)
     smoothing        theta of the primal weight's update, in [0, 1] (0: omega stays)
-    omega0           the primal weight at the start (None: the mean of C s_i, the scale of alpha)
+    omega0           the primal weight at the start; 0 (default): the mean of C s_i, the scale of alpha
+                     (a number either way, so a new value reuses the compiled program)
 
     Structure (static): ``power_iters`` (the estimate of ||K||), ``every`` (iterations between
     certificates).
@@ -98,7 +99,7 @@ class PDHG(Method):
     beta_necessary: float = 0.8
     beta_artificial: float = 0.36
     smoothing: float = 0.5
-    omega0: Any = None
+    omega0: float = 0.0
     power_iters: int = static(40)
     every: int = static(64)
     rows: bool = static(True)
@@ -113,8 +114,7 @@ class PDHG(Method):
         require(pb.reg.has_conjugate, f"pdhg certifies a duality gap: {pb.reg!r} has no conjugate")
         probe("reg.prox", lambda reg, v: reg.prox(v, jnp.ones_like(v)), pb.reg, pb.dtype)
         check_positive(self, "tol", "step_size")
-        if self.omega0 is not None:
-            check_positive(self, "omega0")
+        check_positive(self, "omega0", allow_zero=True)
         for k in ("reflect", "beta_sufficient", "beta_necessary", "beta_artificial", "smoothing"):
             check_positive(self, k, allow_zero=True)
         if not (isinstance(self.power_iters, int) and self.power_iters > 0):
@@ -208,10 +208,10 @@ class PDHG(Method):
                          omega=self._omega0(pb), k=i0, total=i0, r0=z, rprev=z, restarts=i0)
 
     def _omega0(self, pb):
-        if self.omega0 is not None:
-            return jnp.asarray(self.omega0, pb.dtype)
         live = pb.cs > 0
-        return (jnp.sum(jnp.where(live, pb.cs, 0.0)) / jnp.maximum(jnp.sum(live), 1)).astype(pb.dtype)
+        mean = jnp.sum(jnp.where(live, pb.cs, 0.0)) / jnp.maximum(jnp.sum(live), 1)
+        given = jnp.asarray(self.omega0, pb.dtype)
+        return jnp.where(given > 0, given, mean).astype(pb.dtype)
 
     def step(self, pb: Problem, st: PDHGState) -> PDHGState:
         dt = pb.dtype
