@@ -50,8 +50,8 @@ import jax.numpy as jnp
 
 from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual, relative_gap
 from ..result import Status
-from .base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, probe, require, start_or, \
-    stall_update, static
+from .base import DUAL, PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, power_iteration, probe, \
+    require, start_or, stall_update, static
 
 __all__ = ["ALM", "alm"]
 
@@ -374,10 +374,7 @@ def _lambda_max(pb: Problem, iters):
         q = live * (pb.op.matvec(v[:-1]) + fb * v[-1])
         return jnp.concatenate([pb.op.rmatvec(q), (fb * jnp.sum(q))[None]])
 
-    v = 1.5 + jnp.cos(0.7071 * jnp.arange(pb.d + 1, dtype=pb.dtype))
-    v = jax.lax.fori_loop(0, iters, lambda _, v: (lambda u: u / jnp.maximum(jnp.linalg.norm(u), 1e-30))(apply(v)),
-                          v / jnp.linalg.norm(v))
-    return 1.05 * jnp.vdot(v, apply(v)) + jnp.finfo(pb.dtype).tiny
+    return 1.05 * power_iteration(apply, pb.d + 1, pb.dtype, iters) + jnp.finfo(pb.dtype).tiny
 
 
 def _prox_step(pb: Problem, w, b, f, z, mu, lip):

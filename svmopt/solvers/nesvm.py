@@ -81,7 +81,8 @@ from ..problem import Problem, dual_loss_part, dual_objective, primal_gradient, 
     relative_gap
 from ..result import Status
 from ..smoothing import homotopy_mu
-from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, require, start_or, static
+from .base import PRIMAL, RESUME, Iterate, Method, Start, check_positive, concrete, power_iteration, require, \
+    start_or, static
 
 __all__ = ["NESVM", "nesvm", "homotopy_nesvm"]
 
@@ -334,9 +335,7 @@ class NESVM(Method):
                 s = sw * v
                 return sw * (K @ s + fb * jnp.sum(s))
             p = pb.n
-        # deterministic, positive, uneven start (no RNG: threefry is costly to compile)
-        v0 = 1.5 + jnp.cos(0.7071 * jnp.arange(p, dtype=pb.dtype))
-        lam = _power_iteration(apply, v0, self.power_iters)
+        lam = power_iteration(apply, p, pb.dtype, self.power_iters)
         return jnp.minimum(self.power_safety * lam, trace)
 
     def _lipschitz(self, pb, st, mu, nu):
@@ -522,16 +521,6 @@ def _vector(v, p, dt):
         return jnp.zeros((p + 1,), dt)
     v = jnp.ravel(jnp.asarray(v, dt))
     return v if v.shape[0] == p + 1 else jnp.concatenate([v, jnp.zeros((1,), dt)])
-
-
-def _power_iteration(apply, v, iters):
-    """Rayleigh estimate of lambda_max of a symmetric PSD operator (from below)."""
-    def body(_, v):
-        u = apply(v)
-        return u / jnp.maximum(jnp.linalg.norm(u), jnp.finfo(u.dtype).tiny)
-
-    v = jax.lax.fori_loop(0, iters, body, v / jnp.linalg.norm(v))
-    return jnp.vdot(v, apply(v))
 
 
 def _kernel_matrix(pb: Problem, block):

@@ -46,7 +46,8 @@ import jax
 import jax.numpy as jnp
 
 from ..problem import Problem
-from .base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, probe, require, start_or, static
+from .base import DUAL, PRIMAL, Iterate, Method, Start, check_positive, power_iteration, probe, require, start_or, \
+    static
 
 __all__ = ["PDHG", "pdhg"]
 
@@ -182,14 +183,7 @@ class PDHG(Method):
             r = ly * (pb.op.matvec(sc * u[:-1]) + fi * sb * u[-1])
             return jnp.concatenate([sc * pb.op.rmatvec(ly * r), (fi * sb * jnp.sum(ly * r))[None]])
 
-        u = 1.5 + jnp.cos(0.7071 * jnp.arange(pb.d + 1, dtype=dt))  # deterministic, uneven, positive
-
-        def body(_, u):
-            a = apply(u)
-            return a / jnp.maximum(jnp.linalg.norm(a), jnp.finfo(dt).tiny)
-
-        u = jax.lax.fori_loop(0, self.power_iters, body, u / jnp.linalg.norm(u))
-        lam = jnp.vdot(u, apply(u))
+        lam = power_iteration(apply, pb.d + 1, dt, self.power_iters)
         norm = jnp.sqrt(jnp.maximum(lam, jnp.finfo(dt).tiny))
         return tc, tb, sr, (self.step_size / norm).astype(dt)
 
