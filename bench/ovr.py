@@ -2,6 +2,7 @@
 
     python -m bench.ovr                                   # news20, letter, pendigits; squared hinge, C = 1
     python -m bench.ovr --datasets letter --repeats 5 --out bench/results/<date>-ovr-cpu.md
+    python -m bench.ovr --datasets text105,text105-seed1   # generated many-class tf-idf text (``text_set``)
 
 Per data set: svmopt's default ``solve_multiclass`` (free intercept, its default) and with
 LIBLINEAR's bias feature (``intercept_scaling=1``, LinearSVC's problem), against
@@ -17,6 +18,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import statistics
 import time
 import warnings
@@ -24,9 +26,48 @@ import warnings
 import numpy as np
 
 
+def text_set(classes=105, rows=8000, vocab=55_000, seed=0):
+    """A seeded stand-in for a many-class tf-idf text set (no such set is among the shared files):
+    a Zipf vocabulary; each class a topic of 300 words drawn 40 times more often than their base
+    rate, and a Zipf share of the documents (the largest classes ~20x the smallest); document lengths
+    log-normal (median 120 tokens), 15% of the tokens from the topic; counts -> sublinear tf x idf,
+    rows of unit length. Returns (X, y, Xt, yt) with a seeded 80/20 split."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+
+    rng = np.random.default_rng(seed)
+    base = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    base = rng.permutation(base / base.sum())
+    share = 1.0 / np.arange(1, classes + 1) ** 0.65
+    y = rng.choice(classes, size=rows, p=share / share.sum())
+    topics = [rng.choice(vocab, 300, replace=False, p=base) for _ in range(classes)]
+    lengths = np.maximum(5, rng.lognormal(np.log(120), 0.7, rows).astype(int))
+    indptr, cols = [0], []
+    for i in range(rows):
+        k_topic = rng.binomial(lengths[i], 0.15)
+        words = np.r_[rng.choice(vocab, lengths[i] - k_topic, p=base), rng.choice(topics[y[i]], k_topic)]
+        cols.append(words)
+        indptr.append(indptr[-1] + words.size)
+    counts = sp.csr_matrix((np.ones(indptr[-1]), np.concatenate(cols), indptr), shape=(rows, vocab))
+    counts.sum_duplicates()
+    df = np.bincount(counts.indices, minlength=vocab)
+    keep = np.flatnonzero(df > 0)
+    counts = counts[:, keep].tocsr()
+    idf = np.log((1 + rows) / (1 + df[keep])) + 1.0
+    counts.data = 1.0 + np.log(counts.data)
+    X = normalize(counts @ sp.diags(idf)).tocsr()
+    y = y.astype(np.float64) + 1
+    cut = int(0.8 * rows)
+    return X[:cut], y[:cut], X[cut:], y[cut:]
+
+
 def load(name, data_dir):
     import svmopt
     from sklearn.preprocessing import normalize
+
+    m = re.fullmatch(r"text(\d+)(?:-seed(\d+))?", name)
+    if m:  # generated: text105, text105-seed3
+        return text_set(classes=int(m.group(1)), seed=int(m.group(2) or 0))
 
     path = lambda f: os.path.join(data_dir, f)  # noqa: E731
     if name == "news20":

@@ -18,6 +18,8 @@ The loop itself (``svmopt.loop``) is pure; this module executes it:
 from __future__ import annotations
 
 from collections import OrderedDict
+import os
+import threading
 import time
 
 import numpy as np
@@ -321,33 +323,65 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
     return _stack(out), timings
 
 
+def host_threads() -> int:
+    """Problems of a batch run at the same time on the CPU (``_run_loop_fast``): the cores this
+    process may use, or ``SVMOPT_THREADS`` when set (1: one after another)."""
+    env = os.environ.get("SVMOPT_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"SVMOPT_THREADS must be a positive integer, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"SVMOPT_THREADS must be a positive integer, got {env!r}")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progress):
     """``_run_loop`` on one device without per-problem Python overhead (one-vs-one runs hundreds
     of small problems): each problem and start is sliced by one compiled call, every problem
     runs the same compiled init / chunk programs (looked up once, not per call), and the
-    summaries are stacked by one call."""
+    summaries are stacked by one call. On the CPU, ``host_threads()`` problems run at the same
+    time, each from its own host thread (a compiled call releases the GIL; the programs are
+    shared): a dual CD pass is serial, so one problem keeps one core busy. Each problem's result
+    is the same in any order; Ctrl-C stops every thread at its next chunk."""
     pb, starts = jax.device_put((pb, starts), device)
     i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731  (a host scalar: no dispatch to make it)
     lanes_pb, lanes_st = _Lanes(pb, axes), _Lanes(starts, sax)
     exes, tc = {}, 0.0
+    lock = threading.Lock()
 
     def exe(name, fn, args, donate=()):
         nonlocal tc
-        if name not in exes:  # every problem has the same structure and shapes
-            exes[name], dt = compiled(name, fn, args, donate=donate)
-            tc += dt
-        return exes[name]
+        hit = exes.get(name)
+        if hit is None:
+            with lock:  # every problem has the same structure and shapes: one compile per name
+                if name not in exes:
+                    exes[name], dt = compiled(name, fn, args, donate=donate)
+                    tc += dt
+                hit = exes[name]
+        return hit
 
-    t0 = time.perf_counter()
-    out, tables = [], {}
-    for i in range(size):
+    def lane(what, i):
+        with lock:  # (its first call compiles)
+            if what.exe is None:
+                return what(i)
+        return what(i)
+
+    stop = threading.Event()
+
+    def solve_one(i):
         p = progress[i]
-        lp, st0 = lanes_pb(i), lanes_st(i)
+        lp, st0 = lane(lanes_pb, i), lane(lanes_st, i)
         t1 = time.perf_counter()
         state = exe("init", loop.init, (method, lp, st0))(method, lp, st0)
         k, code = i32(0), i32(RUNNING)
         per, kk = None, 0  # history starts after the first chunk, as in the other batch modes
-        while True:
+        while not stop.is_set():
             until = i32(p.next_until(kk, max_iter, per))
             t2 = time.perf_counter()
             args = (method, lp, state, k, code, until)
@@ -359,9 +393,44 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
             if p.verbose or p.history:
                 p.report(kh, s.primal, s.dual, time.perf_counter() - t1, force=finished and not p.history)
             if finished:
-                break
-        out.append(s)
-        tables[i] = p.table()
+                return s
+        return None
+
+    t0 = time.perf_counter()
+    out: list = [None] * size
+    workers = min(size, host_threads()) if device.platform == "cpu" else 1
+    if workers <= 1:
+        for i in range(size):
+            out[i] = solve_one(i)
+    else:
+        pending = iter(range(size))  # (the first thread to need a program compiles it; the others wait for it)
+        failure: list = []
+
+        def worker():
+            try:
+                for i in pending:  # (next() on a shared range iterator hands each index out once)
+                    if stop.is_set():
+                        return
+                    out[i] = solve_one(i)
+            except BaseException as exc:  # noqa: BLE001  (re-raised by the caller's thread)
+                failure.append(exc)
+                stop.set()
+
+        threads = [threading.Thread(target=worker, daemon=True, name=f"svmopt-lane-{j}") for j in range(workers)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.05)  # (a timed join: Ctrl-C reaches this thread)
+        except BaseException:
+            stop.set()
+            for t in threads:
+                t.join()
+            raise
+        if failure:
+            raise failure[0]
+    tables = {i: progress[i].table() for i in range(size)}
     stack, dt = compiled("stack", _stack_fn, (out,))  # one call, not one per problem and leaf
     summary = jax.tree_util.tree_map(np.asarray, jax.device_get(stack(out)))
     tc += dt + lanes_pb.compile + lanes_st.compile

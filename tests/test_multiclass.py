@@ -212,3 +212,103 @@ def test_classes_dual_cd_leaves_uncertified_are_handed_over_to_alm():
         assert float(r.dual_objective[k]) <= ref * (1 + 1e-6)
         checked += 1
     assert checked == 4
+
+
+def _wide_text(rows=600, vocab=3000, classes=6, seed=0):
+    """A small tf-idf-like sparse set (the kind where a batch's problems run on the host's cores at once)."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, rows).astype(float)
+    topic = rng.integers(0, vocab, (classes, 40))
+    cols = [np.r_[rng.integers(0, vocab, 30), topic[int(c)][rng.integers(0, 40, 8)]] for c in y]
+    X = sp.csr_matrix((np.ones(sum(map(len, cols))), np.concatenate(cols), np.cumsum([0] + [len(c) for c in cols])),
+                      shape=(rows, vocab))
+    X.sum_duplicates()
+    return normalize(X).tocsr(), y
+
+
+@pytest.mark.parametrize("loss,extra", [(squared_hinge, {}), (hinge, dict(intercept_scaling=1.0))])
+def test_problems_on_host_threads_equal_one_after_another(monkeypatch, loss, extra):
+    """The batch's problems run from several host threads at once (driver.host_threads); each
+    problem's result is bit for bit the one of a run that takes them one after another."""
+    from svmopt import driver
+    X, y = _wide_text()
+    monkeypatch.setenv("SVMOPT_THREADS", "3")
+    assert driver.host_threads() == 3
+    par = solve_multiclass(X, y, loss=loss, C=1.0, **extra)
+    monkeypatch.setenv("SVMOPT_THREADS", "1")
+    seq = solve_multiclass(X, y, loss=loss, C=1.0, **extra)
+    assert par.converged and seq.converged
+    np.testing.assert_array_equal(np.asarray(par.w), np.asarray(seq.w))
+    np.testing.assert_array_equal(np.asarray(par.b), np.asarray(seq.b))
+    np.testing.assert_array_equal(np.asarray(par.iterations), np.asarray(seq.iterations))
+    # and against LIBLINEAR's objective on the bias-feature problem: the same optimum within the certificate
+    if extra:
+        m = LinearSVC(loss="hinge", C=1.0, tol=1e-8, max_iter=100000).fit(X, y)
+        ref = _liblinear_objectives(m, X, y, "hinge")
+        got = np.asarray(par.primal_objective)
+        assert np.all(got >= ref * (1 - 1e-4)) and np.all(got <= ref * (1 + 1e-3))
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_host_threads_setting_is_checked(monkeypatch, value):
+    from svmopt import driver
+    monkeypatch.setenv("SVMOPT_THREADS", value)
+    with pytest.raises(ValueError, match="SVMOPT_THREADS must be a positive integer"):
+        driver.host_threads()
+
+
+THREADED_CHILD = r"""
+import json, os, signal, threading, time
+import numpy as np
+import svmopt
+rng = np.random.default_rng(0)
+X = rng.normal(size=(4000, 40))
+y = rng.integers(0, 6, 4000).astype(float)
+fired = []
+
+def interrupt():
+    fired.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+
+def progress(info):
+    if not fired and not timer.is_alive():
+        timer.start()
+
+timer = threading.Timer(1.0, interrupt)
+out = {"threads_before": threading.active_count()}
+try:
+    svmopt.solve_multiclass(X, y, method=svmopt.solvers.nesvm, tol=1e-12, max_iter=5_000_000, verbose=progress)
+    out["interrupted"] = False
+except KeyboardInterrupt:
+    out["interrupted"] = True
+    out["latency"] = time.monotonic() - fired[0]
+out["lanes_left"] = [t.name for t in threading.enumerate() if t.name.startswith("svmopt-lane")]
+t0, c0 = time.monotonic(), time.process_time()
+time.sleep(1.0)
+out["busy_after"] = (time.process_time() - c0) / (time.monotonic() - t0)
+r = svmopt.solve_multiclass(X, y, method=svmopt.solvers.nesvm)
+out["converged"] = bool(r.converged)
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_interrupt_stops_every_host_thread():
+    """Ctrl-C during a batch whose problems run on several host threads: KeyboardInterrupt in the
+    caller within about a chunk, no lane thread left, no core kept busy, and the next batch runs."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from test_interrupt import _default_sigint, _env
+    env = dict(_env(), SVMOPT_THREADS="2")
+    p = subprocess.run([sys.executable, "-c", THREADED_CHILD], capture_output=True, text=True, env=env, timeout=600,
+                       preexec_fn=_default_sigint, cwd=os.getcwd())
+    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, (p.stdout[-2000:], p.stderr[-3000:])
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert out["interrupted"] and out["latency"] < 3.0, out
+    assert out["lanes_left"] == [], out
+    assert out["busy_after"] < 0.5, out
+    assert out["converged"], out
