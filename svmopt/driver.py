@@ -485,7 +485,6 @@ def _run_lanes(method, pb, axes, starts, sax, size, max_iter, devices, progress)
         return smap(lambda m, p, s: many(loop.init(m, one(p, pspec), one(s, sspec))), (R, pspec, sspec), L)(
             method, lp, st0)
 
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
     t0 = time.perf_counter()
     slot = np.full(D, -1)
