@@ -399,12 +399,16 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
     t0 = time.perf_counter()
     out: list = [None] * size
     workers = min(size, host_threads()) if device.platform == "cpu" else 1
+    if any(callable(p.verbose) for p in progress):  # a caller's callback is called as before: in this thread, in turn
+        workers = 1
     if workers <= 1:
         for i in range(size):
             out[i] = solve_one(i)
     else:
         pending = iter(range(size))  # (the first thread to need a program compiles it; the others wait for it)
         failure: list = []
+        left = [workers]
+        all_done = threading.Event()
 
         def worker():
             try:
@@ -415,19 +419,24 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
             except BaseException as exc:  # noqa: BLE001  (re-raised by the caller's thread)
                 failure.append(exc)
                 stop.set()
+            finally:
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        all_done.set()
 
         threads = [threading.Thread(target=worker, daemon=True, name=f"svmopt-lane-{j}") for j in range(workers)]
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.05)  # (a timed join: Ctrl-C reaches this thread)
+            while not all_done.wait(0.05):  # (a timed wait: Ctrl-C reaches this thread)
+                pass
         except BaseException:
             stop.set()
-            for t in threads:
-                t.join()
             raise
+        finally:
+            for t in threads:  # (every lane ends at its next chunk)
+                t.join()
         if failure:
             raise failure[0]
     tables = {i: progress[i].table() for i in range(size)}
