@@ -89,8 +89,8 @@ def path(X, y, *, C, loss: Loss = hinge, reg: Regularizer = l2, method: Method =
         replaced = sum("kept" not in v for v in handed.values())
         if replaced:
             ho = base.handover
-            every = replaced == np.asarray(res.status).size
-            res.method = ho.method.name if every else f"{base.method.name}+{ho.method.name}"
+            # each point's own method(s) (a point whose hand-over chain went on names its last method)
+            res.method = "+".join(dict.fromkeys(m for r in results for m in str(r.method).split("+")))
             res.extras["auto"] += f"; {ho.label} took over the C values {base.method.name} had not certified"
         res.extras["handover"] = handed
     status = np.asarray(res.status)

@@ -154,17 +154,22 @@ def run(plan: Plan, *, history: bool = False, record_every: int = 1, verbose=Fal
             passes[k] += int(more[j].iterations)
             rows[k] = more[j]
 
-    # 3. the next method where the status says so
-    hand = [k for k, r in enumerate(rows) if int(r.status) in [int(v) for v in ho.when]]
-    handed, replaced, kept = {}, [], []
-    if hand:
-        nxt = ho.method.canonical(plan.pb.dtype)
+    # 3. the next method where the status says so, and the one after it (``Handover.then``) where that
+    # one did not certify either: each link takes the problems the link before it took
+    handed, replaced, kept, links = {}, set(), set(), []
+    final = [method.name] * len(rows)  # the method whose result each problem ends with
+    link, prev, cand = ho, method, list(range(len(rows)))
+    while link is not None:
+        hand = [k for k in cand if int(rows[k].status) in [int(v) for v in link.when]]
+        if not hand:
+            break
+        nxt = link.method.canonical(plan.pb.dtype)
         starts = []
         for k in hand:
             pbk = plan.problem(k)
-            nxt.validate(pbk)
+            link.method.validate(pbk)  # (as configured: the canonical form's numbers are arrays)
             start = driver.cold_start(nxt, pbk)
-            if _rel(rows[k]) <= ho.warm_within:
+            if _rel(rows[k]) <= link.warm_within:
                 r = rows[k]
                 alpha = jnp.asarray(r.extras["alpha"]) * (pbk.s > 0)
                 start = start._replace(w=jnp.asarray(r.w), b=jnp.asarray(r.b), alpha=alpha,
@@ -174,38 +179,53 @@ def run(plan: Plan, *, history: bool = False, record_every: int = 1, verbose=Fal
         new, nh, t = _execute(plan, nxt, None if single else hand, _starts(starts, single), cap, **kw)
         _add(timings, t)
         new = new if single else _rows(new, len(hand))
+        took = []
         for j, k in enumerate(hand):
             before = _rel(rows[k])
             stages[k].append(_record(new[j], nxt, t if single else None))
-            handed[plan.labels[k]] = dict(index=int(k), passes=passes[k], relative_gap=before,
-                                          warm=before <= ho.warm_within, status=Status(int(new[j].status)),
-                                          iterations=int(new[j].iterations))
+            info = dict(index=int(k), passes=passes[k], relative_gap=before, warm=before <= link.warm_within,
+                        status=Status(int(new[j].status)), iterations=int(new[j].iterations))
+            if link is ho:
+                handed[plan.labels[k]] = info
+            else:  # a later link: under the first one's record
+                entry = handed[plan.labels[k]]
+                while "then" in entry:
+                    entry = entry["then"]
+                entry["then"] = dict(info, method=nxt.name)
             if int(new[j].status) != Status.CONVERGED and _rel(new[j]) > before:  # the smaller gap stays
-                handed[plan.labels[k]]["kept"] = method.name
-                kept.append(k)
-                continue
-            hists[k] = _join_histories([hists[k], nh[j]], [passes[k], int(new[j].iterations)])
-            replaced.append(k)
-            rows[k] = new[j]
+                info["kept"] = final[k]
+                kept.add(k)
+            else:
+                hists[k] = _join_histories([hists[k], nh[j]], [passes[k], int(new[j].iterations)])
+                replaced.add(k)
+                kept.discard(k)
+                rows[k] = new[j]
+                final[k] = nxt.name
+                took.append(k)
+            passes[k] += int(new[j].iterations)
+        links.append((link, prev, hand, [k for k in hand if k not in took]))
+        link, prev, cand = link.then, nxt, hand
 
     if single:
         summary, hist = rows[0], hists[0]
-        name = ho.method.name if replaced else method.name
-        note = _single_note(plan, method, ho, stages[0], passes[0], first_rel, hand, kept)
+        name = final[0]
+        note = _single_note(plan, stages[0], links)
     else:
-        summary, hist = _merge(rows, replaced, ho), (hists if history else None)
-        name = method.name if not replaced else (ho.method.name if len(replaced) == plan.size
-                                                 else f"{method.name}+{ho.method.name}")
+        summary, hist = _merge(rows, sorted(replaced)), (hists if history else None)
+        names = list(dict.fromkeys(final))  # in order of first appearance
+        name = "+".join(names) if len(names) > 1 else names[0]
         note = plan.why
         if handed:
             what = {"grid": "grid points", "ovr": "classes", "path": "C values"}.get(plan.task, "problems")
             unit = "passes" if method.name == "dual_cd" else "iterations"
             note = (f"{plan.why}; {ho.label} took over the {what} {method.name} had not certified "
                     f"(after {ho.check} {unit}, or {ho.cap} where the gap was within {ho.go_on:g})")
+            for link, prev, hand, _ in links[1:]:
+                note += f"; {link.label} took over the {len(hand)} {prev.name} had not certified"
     return Outcome(summary, hist, timings, stages, name, note, handed)
 
 
-def _merge(rows, replaced, ho):
+def _merge(rows, replaced):
     """The stacked summary of a batch whose problems ``replaced`` another method finished: their
     fields and dual point come from that method; the carried state mixes two methods then, so a later
     ``init=`` warm-starts from (w, b, alpha) instead of resuming."""
@@ -223,17 +243,23 @@ def _merge(rows, replaced, ho):
     return base._replace(**out, extras={**extras, "alpha": alpha}, state=None)
 
 
-def _single_note(plan, method, ho, stages, passes, first_rel, hand, kept):
-    if not hand:
-        return plan.why
-    first = stages[-2]
-    unit = "passes" if method.name == "dual_cd" else "iterations"
-    how = "" if first["status"] == Status.MAX_ITER else f" ({first['status'].name})"
-    warm = first["relative_gap"] <= ho.warm_within
-    note = (f"{plan.why}; it had not certified after {passes} {unit}{how} (relative gap {first['relative_gap']:.2g}), "
-            f"so {ho.label} took over{' from its point' if warm else ' from zero'}")
-    if kept:
-        note += f", and ended at a larger gap ({stages[-1]['relative_gap']:.2g}): {method.name}'s result is kept"
+def _single_note(plan, stages, links):
+    """Why auto picked the method, and each hand-over that followed (``links``: (handover, the method
+    before it, the problems it took, those where the result before it was kept)). ``stages``: the
+    first method's records (its run and resumption), then one record per link."""
+    note = plan.why
+    nb = len(stages) - len(links)
+    for j, (link, prev, _, kept) in enumerate(links):
+        before = stages[nb + j - 1]
+        ran = sum(r["iterations"] for r in stages[:nb]) if j == 0 else before["iterations"]
+        unit = "passes" if prev.name == "dual_cd" else "iterations"
+        how = "" if before["status"] == Status.MAX_ITER else f" ({before['status'].name})"
+        warm = before["relative_gap"] <= link.warm_within
+        note += (f"; {'it' if j == 0 else prev.name} had not certified after {ran} {unit}{how} (relative gap "
+                 f"{before['relative_gap']:.2g}), so {link.label} took over{' from its point' if warm else ' from zero'}")
+        if kept:
+            note += (f", and ended at a larger gap ({stages[nb + j]['relative_gap']:.2g}): the result before it "
+                     "is kept")
     return note
 
 
