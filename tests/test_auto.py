@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 import svmopt
-from svmopt import driver, loop
+from svmopt import loop
 from svmopt.losses import (MissingCapability, from_function, hinge, least_squares, logistic, lp_hinge,
                            smoothed_hinge, squared_hinge)
 from svmopt.regularizers import elastic_net, l1, l2, smoothed_l1
