@@ -18,7 +18,6 @@ The loop itself (``svmopt.loop``) is pure; this module executes it:
 from __future__ import annotations
 
 from collections import OrderedDict
-import os
 import threading
 import time
 
@@ -30,6 +29,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from . import _programs
+from .host_threads import for_each, host_threads
 from . import loop
 from .loop import RUNNING, Summary
 from .problem import Problem
@@ -323,24 +323,6 @@ def _run_loop(method, pb, axes, starts, sax, size, max_iter, device, progress):
     return _stack(out), timings
 
 
-def host_threads() -> int:
-    """Problems of a batch run at the same time on the CPU (``_run_loop_fast``): the cores this
-    process may use, or ``SVMOPT_THREADS`` when set (1: one after another)."""
-    env = os.environ.get("SVMOPT_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"SVMOPT_THREADS must be a positive integer, got {env!r}") from None
-        if n < 1:
-            raise ValueError(f"SVMOPT_THREADS must be a positive integer, got {env!r}")
-        return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progress):
     """``_run_loop`` on one device without per-problem Python overhead (one-vs-one runs hundreds
     of small problems): each problem and start is sliced by one compiled call, every problem
@@ -393,52 +375,15 @@ def _run_loop_fast(method, pb, axes, starts, sax, size, max_iter, device, progre
             if p.verbose or p.history:
                 p.report(kh, s.primal, s.dual, time.perf_counter() - t1, force=finished and not p.history)
             if finished:
-                return s
-        return None
+                out[i] = s
+                return
 
     t0 = time.perf_counter()
     out: list = [None] * size
     workers = min(size, host_threads()) if device.platform == "cpu" else 1
     if any(callable(p.verbose) for p in progress):  # a caller's callback is called as before: in this thread, in turn
         workers = 1
-    if workers <= 1:
-        for i in range(size):
-            out[i] = solve_one(i)
-    else:
-        pending = iter(range(size))  # (the first thread to need a program compiles it; the others wait for it)
-        failure: list = []
-        left = [workers]
-        all_done = threading.Event()
-
-        def worker():
-            try:
-                for i in pending:  # (next() on a shared range iterator hands each index out once)
-                    if stop.is_set():
-                        return
-                    out[i] = solve_one(i)
-            except BaseException as exc:  # noqa: BLE001  (re-raised by the caller's thread)
-                failure.append(exc)
-                stop.set()
-            finally:
-                with lock:
-                    left[0] -= 1
-                    if left[0] == 0:
-                        all_done.set()
-
-        threads = [threading.Thread(target=worker, daemon=True, name=f"svmopt-lane-{j}") for j in range(workers)]
-        for t in threads:
-            t.start()
-        try:
-            while not all_done.wait(0.05):  # (a timed wait: Ctrl-C reaches this thread)
-                pass
-        except BaseException:
-            stop.set()
-            raise
-        finally:
-            for t in threads:  # (every lane ends at its next chunk)
-                t.join()
-        if failure:
-            raise failure[0]
+    for_each(solve_one, size, workers, stop)
     tables = {i: progress[i].table() for i in range(size)}
     stack, dt = compiled("stack", _stack_fn, (out,))  # one call, not one per problem and leaf
     summary = jax.tree_util.tree_map(np.asarray, jax.device_get(stack(out)))

@@ -230,7 +230,7 @@ def _wide_text(rows=600, vocab=3000, classes=6, seed=0):
 
 @pytest.mark.parametrize("loss,extra", [(squared_hinge, {}), (hinge, dict(intercept_scaling=1.0))])
 def test_problems_on_host_threads_equal_one_after_another(monkeypatch, loss, extra):
-    """The batch's problems run from several host threads at once (driver.host_threads); each
+    """The batch's problems run from several host threads at once (svmopt.host_threads); each
     problem's result is bit for bit the one of a run that takes them one after another."""
     from svmopt import driver
     X, y = _wide_text()

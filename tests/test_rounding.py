@@ -94,3 +94,52 @@ def test_float32_does_not_certify_a_gap_rounding_made():
     assert abs(P64 - float(ref.primal_objective)) <= 1e-9 * P64
     case.fstar = P64
     assert case.err(case.P(r.w, r.b)) > r.tol  # what the float32 run would have certified
+
+
+def test_rescaled_primal_point_certifies_a_hard_margin_float32_dual():
+    """bench.suite seed 5's g05 (17,445 x 16,079 standardized sparse, hinge, C = 30.7, bias feature) is
+    hard-margin-like: 8,006 support vectors sit on the margin, and float32 rounding of their margins,
+    times C, kept dual CD's gap at 1.6e-2 from pass 300 to 1,000 (then alm STALLED: MAX_ITER in all).
+    The certificate now takes the best multiple s (w, b) of the primal point (``loop.rescale``): dual CD
+    alone certifies, and the returned w is the rescaled one, its numpy float64 objective the reported P
+    and numpy's gap of (w, alpha) within tol."""
+    from bench import suite
+
+    spec = next(s for s in suite.problems(5, "small") if s.name.startswith("g05"))
+    X, y = suite.make(spec)[:2]
+    case = suite.Case(X, y, 1, spec.C, True)
+    r = svmopt.solve(X, y, **case.kw())
+    assert r.status == Status.CONVERGED and r.method == "dual_cd" and r.iterations < 300
+    P = case.P(r.w, r.b)
+    assert abs(P - float(r.primal_objective)) <= 1e-5 * P
+    assert case.numpy_gap(r) <= r.tol
+
+
+def test_rescale_never_raises_the_objective_and_lifts_margins_past_the_kink():
+    """``loop.rescale`` on points whose margins sit just below 1 (hinge, C large): s > 1 and P(s w) < P(w);
+    on a point far from any kink it keeps s = 1 or lowers P, never raises it; the value it returns is P
+    at s w, recomputed."""
+    import jax
+    import jax.numpy as jnp
+    from svmopt.loop import rescale
+    from svmopt.plan import prepare
+    from svmopt.regularizers import l2
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    w = rng.normal(size=5)
+    y = np.sign(X @ w)
+    Xs = X / (np.abs(X @ w)[:, None])  # every margin y x.w exactly 1
+    assert jax.config.jax_enable_x64  # (conftest)
+    pb, _, _ = prepare(Xs, y, loss=hinge, reg=l2, C=1000.0, fit_intercept=False, dtype="float64")
+    for shrink, lifts in ((1 - 1e-6, True), (0.95, True), (1.0, False)):
+        ww = jnp.asarray(w * shrink)
+        f = pb.op.matvec(ww)
+        P0 = float(pb.reg.value(ww) + jnp.sum(pb.cs * pb.loss.value(pb.y * f)))
+        s, P = rescale(pb, ww, f, jnp.asarray(P0))
+        s, P = float(s), float(P)
+        assert P <= P0
+        P_at_s = float(pb.reg.value(s * ww) + jnp.sum(pb.cs * pb.loss.value(pb.y * s * f)))
+        assert P == pytest.approx(P_at_s, rel=1e-12)
+        if lifts:
+            assert s > 1 and P < P0

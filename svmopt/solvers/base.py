@@ -95,6 +95,7 @@ class Method:
     batchable = True  # runs well under vmap (a batch of problems in one program)
     certify_every = None  # also check the duality gap every k iterations (cheap next to a step)
     polish_steps = (4, 10)  # (ascent, fit) steps on the dual candidate at each certificate (problem.polish_dual)
+    rescales = False  # the certificate takes the best multiple s (w, b) of the primal point (loop.rescale)
     solves_libsvm_dual = False  # LIBSVM's dual with any y^T alpha = rhs (the one-class SVM): solvers.libsvm_dual
 
     def __init_subclass__(cls, **kw):

@@ -162,6 +162,9 @@ class DualCD(Method):
     certify_every = 2  # sharded rows: check the gap every 2 passes
     certify_work = 2.0  # otherwise: once the passes since the last check visited 2 n rows (see certify_due)
     polish_steps = (0, 0)  # its alpha is the dual iterate itself (w = X^T (alpha y)); a polish would break that
+    # its w = X^T (alpha y): near a hard margin float32 rounding of the margins, times C, floors P - D
+    # (loop.rescale); the state's w is untouched, the certificate and the result use s w
+    rescales = True
     batchable = False  # a per-coordinate loop: batches of problems run lane by lane
 
     def validate(self, pb: Problem) -> None:
