@@ -217,7 +217,8 @@ class Method:
         return pb.kernel is None
 
     def objectives(self, pb, st, it):
-        """(primal, dual, alpha) computed by the method (only when ``own_objectives``)."""
+        """(primal, dual, alpha) computed by the method (only when ``own_objectives``); a method that
+        ``rescales`` may add f = X w + b of its iterate, which the rescaling then reuses."""
         raise NotImplementedError
 
     def progress(self, pb, st):

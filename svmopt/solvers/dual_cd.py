@@ -327,9 +327,10 @@ class DualCD(Method):
     def objectives(self, pb, st: DCDState, it: Iterate):
         """P(w) from X w and D(alpha) from X^T (alpha y) computed afresh (not the w kept up to
         date by the passes, which drifts by round-off): both exact for the iterate returned."""
-        primal = primal_objective(pb, it.w, it.b, pb.op.matvec(it.w))
+        f = pb.op.matvec(it.w)
+        primal = primal_objective(pb, it.w, it.b, f)
         alpha = project_dual(pb, it.alpha)  # the box clip (a no-op up to round-off)
-        return primal, dual_objective(pb, alpha)[0], alpha
+        return primal, dual_objective(pb, alpha)[0], alpha, f  # (f: for loop.rescale, no second product)
 
     def check(self, pb, st: DCDState):
         return jnp.where(st.done, Status.CONVERGED, -1)
