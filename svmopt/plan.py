@@ -121,14 +121,15 @@ def check_run_args(*, history=False, record_every=1, verbose=False, throw=False,
 
 
 # ---------------------------------------------------------------------------------- targets
-def choose(method, pb: Problem, kernel=None):
+def choose(method, pb: Problem, kernel=None, rows=None):
     """(method to run, hand-over or None, why): ``auto`` picks one for this problem
-    (``svmopt.solvers.auto``); any other method runs as given."""
+    (``svmopt.solvers.auto``; ``rows``: the user's, before the bucket's padding); any other method
+    runs as given."""
     if not isinstance(method, Auto):
         return method, None, None
     probe = pb if kernel is None else pb.replace(kernel=cast(kernel, pb.dtype))
-    chosen, why = method.choose(probe)
-    return chosen, method.handover(probe, chosen), why
+    chosen, why = method.choose(probe, rows)
+    return chosen, method.handover(probe, chosen, rows), why
 
 
 def bind(pb: Problem, method: Method, kernel, max_iter):
@@ -209,9 +210,9 @@ def _broadcast(start: Start, size: int) -> Start:
     return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (size,) + jnp.shape(a)), start)
 
 
-def _ready(method, pb, kernel, max_iter, *, allow_handover: bool):
+def _ready(method, pb, kernel, max_iter, *, allow_handover: bool, rows=None):
     """(problem with its kernel, canonical method, hand-over, why, cap) for a configured method."""
-    chosen, handover, why = choose(method, pb, kernel)
+    chosen, handover, why = choose(method, pb, kernel, rows)
     if not allow_handover or max_iter is not None:  # a caller's max_iter keeps the first method alone
         handover = None
     pb, cap = bind(pb, chosen, kernel, max_iter)
@@ -237,7 +238,7 @@ def binary(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept_scal
     pb, _, classes, C_arr, n = problem_data(X, y, task, loss=loss, reg=reg, C=C, fit_intercept=fit_intercept,
                                      intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                      layout=layout, bucket=bucket and kernel is None)
-    pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True)
+    pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter, allow_handover=True, rows=n)
     common = dict(n=n, classes=classes, intercept_scaling=intercept_scaling, why=why, handover=handover,
                   devices=devices, batch=batch, X=keep if kernel is not None else None, model_kernel=model_kernel)
     if C_arr.ndim == 0:
@@ -264,7 +265,7 @@ def one_vs_rest(X, y, *, loss, reg, method, C=1.0, fit_intercept=True, intercept
                                  intercept_scaling=intercept_scaling, sample_weight=sample_weight, dtype=dtype,
                                  layout=layout, bucket=kernel is None)
     pb, method, handover, why, cap = _ready(method, pb, kernel, max_iter,
-                                            allow_handover=not sharding.is_sharded(X))
+                                            allow_handover=not sharding.is_sharded(X), rows=n)
     K = len(classes)
     if init is None:
         start = _broadcast(make_start(None, method, pb), K)

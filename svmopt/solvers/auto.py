@@ -51,8 +51,9 @@ uncertified with a larger gap, the first result stays. The rules:
     where its gap is within 1, else from zero (alm's in-place margins drifted from a far start) (Lp
     1.5 on a1a at C = 100 in float32: newton STALLED at a gap of 7e-3 after 51 steps; alm from there
     certified in 645 iterations). Where dual CD takes the problem (a box dual: the squared hinge, l2,
-    no free intercept, CPU) ``dual_cd`` comes first, and alm only after it (``Handover.then``): newton
-    that far from tol after 50 steps meets a hard-margin-like problem, dual CD's ground (bench.suite
+    no free intercept, CPU) ``dual_cd`` comes first, and alm only after it (``Handover.then``), and
+    auto looks after ``NEWTON_DUAL_CD_STEPS`` (20) steps, going on to newton's cap within a gap of 1:
+    newton that far from tol meets a hard-margin-like problem, dual CD's ground (bench.suite
     seed 5's g05, 17,445 x 16,079 standardized sparse, C = 30.7: newton's gap 350 after 50 steps,
     then dual CD certified in 42 passes, 0.1 s, where alm took 322 iterations, 0.43 s).
 
@@ -118,8 +119,10 @@ class Auto:
                             "e.g. method=svmopt.solvers.alm(rho=1.1)")
         return dataclasses.replace(self, **params)
 
-    def candidates(self, pb):
-        """(method, why) in the order of the decision table."""
+    def candidates(self, pb, rows=None):
+        """(method, why) in the order of the decision table. ``rows``: the user's rows (``pb.n`` counts the
+        empty rows that pad it to a bucket, which must not turn wide data into tall)."""
+        rows = pb.n if rows is None else int(rows)
         tol = dict(tol=self.tol)
         if pb.kernel is not None:
             return [(alfpgm(**tol), "kernel: AL-FPGM decomposition of LIBSVM's dual (C-SVC: hinge; epsilon-SVR: "
@@ -127,14 +130,14 @@ class Auto:
                     (nesvm(**tol), "kernel: NESVM (alfpgm does not take this problem)")]
         out = []
         # l2-type only: newton on smoothed l1 stalled in float32; on wide data Jacobi-scaled ALM was faster
-        if pb.reg.quadratic is not None and pb.d <= pb.n and not _near_kink(pb):
+        if pb.reg.quadratic is not None and pb.d <= rows and not _near_kink(pb):
             out.append((newton(**tol), "twice-differentiable loss, an l2-type regularizer, rows >= features: "
                                        "truncated Newton"))
         # wide data, a box dual with no upper end (the squared hinge): Newton from 0 takes many steps,
         # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1). A free intercept
         # is warm-started from the bias-feature problem's passes (newton's warm start)
         flat = pb.replace(fit_intercept=False)
-        if pb.d > pb.n and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb):
+        if pb.d > rows and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb):
             out.append((newton(warm="dual_cd", warm_passes=300, **tol),
                         "twice-differentiable loss with a box dual (squared hinge), l2, more features than rows, "
                         "on the CPU: truncated Newton from 300 compiled dual CD passes (with a free intercept, "
@@ -161,11 +164,12 @@ class Auto:
         return out + [(alm(criterion="grad", **tol), "no duality gap for this loss / regularizer: ALM stopped "
                                                      "on the gradient (uncertified)")]
 
-    def choose(self, pb):
+    def choose(self, pb, rows=None):
         """The method for problem ``pb`` and the reason: the first candidate whose ``validate``
-        accepts it. When none does, the first one's error is raised (it names what is missing)."""
+        accepts it. When none does, the first one's error is raised (it names what is missing).
+        ``rows``: the user's rows (``candidates``)."""
         first = None
-        for method, why in self.candidates(pb):
+        for method, why in self.candidates(pb, rows):
             try:
                 method.validate(pb)
             except (MissingCapability, ValueError) as exc:
@@ -174,11 +178,12 @@ class Auto:
             return method, why
         raise first
 
-    def handover(self, pb, method):
+    def handover(self, pb, method, rows=None):
         """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
+        rows = pb.n if rows is None else int(rows)
         if method.name == "dual_cd" and bounded_dual(pb):
             smooth_dual = pb.loss.dual.l1 is None and pb.loss.dual.linear is None  # (not regression's)
-            if pb.d > pb.n and smooth_dual:  # wide: projected Newton on the dual from dual CD's alpha
+            if pb.d > rows and smooth_dual:  # wide: projected Newton on the dual from dual CD's alpha
                 return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
                                 warm_within=np.inf, label="dual_newton")
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
@@ -194,7 +199,8 @@ class Auto:
                 # hard-margin-like problem (few support vectors, a Hessian conditioned like C max ||x_i||^2),
                 # where dual CD's passes are few; alm where they do not certify either
                 then = to_alm._replace(warm_within=10.0 * float(self.tol), when=(Status.STALLED, Status.MAX_ITER))
-                return to_alm._replace(method=dual_cd(tol=self.tol), label="dual_cd", then=then)
+                return to_alm._replace(method=dual_cd(tol=self.tol), label="dual_cd", then=then,
+                                       check=min(cap, NEWTON_DUAL_CD_STEPS), go_on=NEWTON_DUAL_CD_GO_ON)
             return to_alm
         if method.name == "alm" and _takes(pdhg, pb):  # a box dual (the hinge with a free intercept): at alm's cap
             cap = method.default_max_iter(pb)
@@ -214,6 +220,14 @@ to alm. On bench.suite seed 3's g02 (1,831 x 27,342 sparse, raw scales, squared 
 a gap of 3.9 after 500 steps (16 s) where alm then certified in 89 iterations; now newton stops at 50
 (gap 1.3e4) and alm from zero certifies in 96 (1.2 s in all)."""
 NEWTON_GO_ON = 0.01
+
+NEWTON_DUAL_CD_STEPS = 20
+NEWTON_DUAL_CD_GO_ON = 1.0
+"""Where dual CD takes over from newton (a box dual): newton's steps before auto looks, and the relative gap
+within which newton goes on to its cap. bench.suite seeds 0, 3, 5, 7, 11 (the first 8 problems each, squared
+hinge, bias feature): of the 40, every one newton certified within 50 steps had done so by step 20 or was
+at a gap of 0.32 there (certified at 23); the 8 it did not certify in 50 steps were at gaps of 6 to 2e6 at
+step 20 (and 0.48 to 2.6e6 at 50): dual CD then takes over 30 steps earlier."""
 
 PDHG_WARM = 1e-2
 """alm's relative gap within which pdhg starts from its point. news20, one class against the rest, hinge,
