@@ -19,6 +19,10 @@ if "SVMOPT_CACHE_DIR" not in os.environ:
 # one thread, under load 3). One BLAS thread for the suite and its subprocesses; XLA keeps its own.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# The suite runs one pytest worker per core (-n 2): a batch's problems on host threads as well
+# (svmopt.host_threads) would put two busy threads on each core. One per process here; the tests of
+# the host threads set SVMOPT_THREADS themselves (tests/test_multiclass.py).
+os.environ.setdefault("SVMOPT_THREADS", "1")
 if "numpy" in sys.modules:  # loaded before this file (a plugin): limit the pool it already started
     try:
         from threadpoolctl import threadpool_limits
