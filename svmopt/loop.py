@@ -26,7 +26,7 @@ from jax import lax
 from .problem import (Problem, can_polish, dual_objective, polish_dual, primal_objective, project_dual, relative_gap,
                       rounding_bound)
 from .result import Status
-from .solvers.base import COLD, Start
+from .solvers.base import COLD, Start, golden_min
 
 __all__ = ["Summary", "Loop", "RUNNING", "has_dual", "objectives", "certifies", "final_status", "summarize",
            "iterate", "progress", "recorded_chunk", "init", "core", "zero_start", "chunk", "chunk_summary",
@@ -81,23 +81,7 @@ def rescale(pb: Problem, w, f, primal):
     def phi(t):
         return pb.reg.value(t * w) + jnp.sum(pb.cs * pb.loss.value(t * m))
 
-    gr = 0.5 * (jnp.sqrt(5.0) - 1.0)
-    a, b = 0.95 * one, 1.05 * one
-    c, d = b - gr * (b - a), a + gr * (b - a)
-
-    def body(_, z):
-        a, b, c, d, fc, fd = z
-        left = fc <= fd  # the minimum lies in [a, d]
-        a, b = jnp.where(left, a, c), jnp.where(left, d, b)
-        c2, d2 = b - gr * (b - a), a + gr * (b - a)
-        c, d = jnp.where(left, c2, d), jnp.where(left, c, d2)
-        fnew = phi(jnp.where(left, c, d))
-        fc, fd = jnp.where(left, fnew, fd), jnp.where(left, fc, fnew)
-        return a, b, c, d, fc, fd
-
-    a, b, c, d, fc, fd = lax.fori_loop(0, SCALE_STEPS, body, (a, b, c, d, phi(c), phi(d)))
-    t = jnp.where(fc <= fd, c, d)
-    val = phi(t)
+    t, val = golden_min(phi, 0.95 * one, 1.05 * one, SCALE_STEPS)
     better = jnp.isfinite(val) & (val < primal)
     return jnp.where(better, t, one), jnp.where(better, val, primal)
 

@@ -34,7 +34,7 @@ from ..checks import concrete, is_traced
 from ..losses import MissingCapability
 from ..problem import Problem, relative_gap
 
-__all__ = ["Method", "static", "require", "stall_update", "Start", "Iterate", "concrete", "is_traced",
+__all__ = ["golden_min", "Method", "static", "require", "stall_update", "Start", "Iterate", "concrete", "is_traced",
            "COLD", "PRIMAL", "DUAL", "RESUME"]
 
 # Start.level bits: what a start carries
@@ -430,3 +430,24 @@ def finite_gap(obj, dual):
     """The relative gap, +inf where it is not finite (a method's own stop and stall rules)."""
     crit = relative_gap(obj, dual)
     return jnp.where(jnp.isfinite(crit), crit, jnp.inf)
+
+
+def golden_min(phi, lo, hi, steps: int):
+    """(t, phi(t)): golden-section search for the minimum of a convex scalar ``phi`` on [lo, hi]
+    (``steps`` evaluations after the first two; the bracket shrinks by 0.618 per step)."""
+    gr = 0.5 * (jnp.sqrt(5.0) - 1.0)
+    a, b = lo, hi
+    c, d = b - gr * (b - a), a + gr * (b - a)
+
+    def body(_, z):
+        a, b, c, d, fc, fd = z
+        left = fc <= fd  # the minimum lies in [a, d]
+        a, b = jnp.where(left, a, c), jnp.where(left, d, b)
+        c2, d2 = b - gr * (b - a), a + gr * (b - a)
+        c, d = jnp.where(left, c2, d), jnp.where(left, c, d2)
+        fnew = phi(jnp.where(left, c, d))
+        fc, fd = jnp.where(left, fnew, fd), jnp.where(left, fc, fnew)
+        return a, b, c, d, fc, fd
+
+    _, _, c, d, fc, fd = jax.lax.fori_loop(0, steps, body, (a, b, c, d, phi(c), phi(d)))
+    return jnp.where(fc <= fd, c, d), jnp.minimum(fc, fd)

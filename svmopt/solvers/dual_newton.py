@@ -49,7 +49,7 @@ from jax import lax
 
 from ..problem import Problem, dual_objective, project_dual, relative_gap
 from ..result import Status
-from .base import DUAL, PRIMAL, Iterate, Method, Start, box_table, check_positive, require, require_box_dual, \
+from .base import DUAL, PRIMAL, Iterate, golden_min, Method, Start, box_table, check_positive, require, require_box_dual, \
     start_or, stall_update
 
 __all__ = ["DualNewton", "dual_newton"]
@@ -264,23 +264,8 @@ def _scale(pb: Problem, v, fx):
     def phi(s):
         return s * s * r + jnp.sum(cs * pb.loss.value(s * m))
 
-    gr = 0.5 * (jnp.sqrt(5.0) - 1.0)
-    a, b = jnp.asarray(0.5, v.dtype), jnp.asarray(2.0, v.dtype)
-    c, d = b - gr * (b - a), a + gr * (b - a)
-
-    def body(_, z):
-        a, b, c, d, fc, fd = z
-        left = fc <= fd  # the minimum lies in [a, d]
-        a, b = jnp.where(left, a, c), jnp.where(left, d, b)
-        c2, d2 = b - gr * (b - a), a + gr * (b - a)
-        c, d = jnp.where(left, c2, d), jnp.where(left, c, d2)
-        fnew = phi(jnp.where(left, c, d))
-        fc, fd = jnp.where(left, fnew, fd), jnp.where(left, fc, fnew)
-        return a, b, c, d, fc, fd
-
-    a, b, c, d, fc, fd = lax.fori_loop(0, SCALE_STEPS, body, (a, b, c, d, phi(c), phi(d)))
-    s = jnp.where(fc <= fd, c, d)
-    p1, ps = phi(jnp.ones((), v.dtype)), jnp.minimum(fc, fd)
+    s, ps = golden_min(phi, jnp.asarray(0.5, v.dtype), jnp.asarray(2.0, v.dtype), SCALE_STEPS)
+    p1 = phi(jnp.ones((), v.dtype))
     better = ps < p1
     return jnp.where(better, s, 1.0), jnp.where(better, ps, p1)
 
