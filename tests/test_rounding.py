@@ -112,7 +112,7 @@ def test_rescaled_primal_point_certifies_a_hard_margin_float32_dual():
     assert r.status == Status.CONVERGED and r.method == "dual_cd" and r.iterations < 300
     P = case.P(r.w, r.b)
     assert abs(P - float(r.primal_objective)) <= 1e-5 * P
-    assert case.numpy_gap(r) <= r.tol
+    assert case.numpy_gap(r, within=r.tol) <= r.tol  # (alpha's gap: the completion would take minutes)
 
 
 def test_rescale_never_raises_the_objective_and_lifts_margins_past_the_kink():
