@@ -96,14 +96,30 @@ def compile_count() -> int:
     return _counts["compiles"]
 
 
+_sharding_names: dict = {}
+
+
+def _sharding_name(sharding) -> str:
+    """repr(sharding), remembered: a solve looks up ~4 programs of ~20 leaves each, and the repr
+    of a sharding was a third of the lookup's time."""
+    name = _sharding_names.get(sharding)
+    if name is None:
+        if len(_sharding_names) > 256:
+            _sharding_names.clear()
+        name = _sharding_names[sharding] = repr(sharding)
+    return name
+
+
 def signature(args):
     leaves, tree = jax.tree_util.tree_flatten(args)
     sig = []
     for x in leaves:
-        sharding = getattr(x, "sharding", None)
-        dt = x.dtype if isinstance(x, jax.Array) else jnp.result_type(x)  # (a jax array: already canonical)
-        sig.append((jnp.shape(x), dt, getattr(x, "weak_type", False),
-                    None if sharding is None else repr(sharding)))
+        if isinstance(x, jax.Array):  # (already canonical)
+            sig.append((x.shape, x.dtype, x.weak_type, _sharding_name(x.sharding)))
+        else:
+            sharding = getattr(x, "sharding", None)
+            sig.append((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False),
+                        None if sharding is None else _sharding_name(sharding)))
     return tree, tuple(sig)
 
 
@@ -142,12 +158,20 @@ def _with_shardings(shapes, exe):
     return jax.tree_util.tree_map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
                                   exe.output_shardings)
 
+def _scalar_arg(v, dtype=np.int32):
+    """A loop scalar (iteration bound, counter) as a program argument. In one process a numpy scalar:
+    a compiled program's own call transfers it (~5 us; ``jax.device_put`` costs ~25 us, and a
+    solve passes several). Several processes: a device array, as every process's programs expect."""
+    v = np.asarray(v, dtype)
+    return v if jax.process_count() == 1 else jax.device_put(v)
+
+
 def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = False, record_every: int = 1,
         verbose=False, label: str = ""):
     """Run ``method`` on ``pb`` eagerly, in chunks; returns (Summary, history or None, timings)."""
     ensure_logging(verbose)
     prog = Progress(verbose, history, record_every, label)
-    i32 = lambda v: jax.device_put(np.int32(v))  # noqa: E731  (a transfer; jnp.asarray compiles a conversion)
+    i32 = _scalar_arg  # (jnp.asarray would compile a conversion)
     tc = 0.0
     init, dt = compiled("init", loop.init, (method, pb, start))
     tc += dt
@@ -156,8 +180,7 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     except AttributeError:  # an older JAX
         state_shape = _with_shardings(jax.eval_shape(loop.init, method, pb, start), init)
     # the loop's scalars in one transfer, not one each
-    k, code, one, last, report = jax.device_put([np.int32(0), np.int32(RUNNING), np.int32(1), np.int32(max_iter),
-                                                 np.asarray(bool(verbose))])
+    k, code, one, last, report = (i32(0), i32(RUNNING), i32(1), i32(max_iter), _scalar_arg(bool(verbose), np.bool_))
     chunk_args = (method, pb, state_shape, k, code, one)
     if history:  # records made inside the loop (loop.recorded_chunk), at most RECORDS per chunk
         rows, every = jax.device_put([np.zeros((RECORDS, 3), np.dtype(pb.dtype)), np.int32(prog.record_every)])

@@ -286,7 +286,7 @@ def test_sparse_cv_folds_share_one_program(name, kw, compare):
         a = svmopt.solve(Xf, yf, dtype=F64, tol=1e-8, layout="sparse", bucket=False, **kw)
         assert a.status == b.status == Status.CONVERGED
         assert abs(float(b.primal_objective) - float(a.primal_objective)) <= float(a.gap) + float(b.gap) + 1e-9
-    assert counts[0] > 0 and counts[1:] == [0, 0], counts
+    assert counts[1:] == [0, 0], counts  # (the first fold may reuse an earlier test's program)
 
 
 # ---------------------------------------------------------------------------------- resume and paths
