@@ -158,6 +158,7 @@ def _with_shardings(shapes, exe):
     return jax.tree_util.tree_map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
                                   exe.output_shardings)
 
+
 def _scalar_arg(v, dtype=np.int32):
     """A loop scalar (iteration bound, counter) as a program argument. In one process a numpy scalar:
     a compiled program's own call transfers it (~5 us; ``jax.device_put`` costs ~25 us, and a
@@ -171,7 +172,6 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
     """Run ``method`` on ``pb`` eagerly, in chunks; returns (Summary, history or None, timings)."""
     ensure_logging(verbose)
     prog = Progress(verbose, history, record_every, label)
-    i32 = _scalar_arg  # (jnp.asarray would compile a conversion)
     tc = 0.0
     init, dt = compiled("init", loop.init, (method, pb, start))
     tc += dt
@@ -179,8 +179,9 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         state_shape = init.out_info
     except AttributeError:  # an older JAX
         state_shape = _with_shardings(jax.eval_shape(loop.init, method, pb, start), init)
-    # the loop's scalars in one transfer, not one each
-    k, code, one, last, report = (i32(0), i32(RUNNING), i32(1), i32(max_iter), _scalar_arg(bool(verbose), np.bool_))
+    # the loop's scalars: numpy values that the programs' own calls transfer (jnp.asarray would compile a conversion)
+    k, code, one, last, report = (_scalar_arg(0), _scalar_arg(RUNNING), _scalar_arg(1), _scalar_arg(max_iter),
+                                  _scalar_arg(bool(verbose), np.bool_))
     chunk_args = (method, pb, state_shape, k, code, one)
     if history:  # records made inside the loop (loop.recorded_chunk), at most RECORDS per chunk
         rows, every = jax.device_put([np.zeros((RECORDS, 3), np.dtype(pb.dtype)), np.int32(prog.record_every)])
@@ -206,10 +207,10 @@ def run(method, pb: Problem, start: Start, *, max_iter: int, history: bool = Fal
         chunks += 1
         t1 = time.perf_counter()
         if history:
-            state, k, code, rows, count = chunk(method, pb, state, k, code, i32(until), rows, every)
+            state, k, code, rows, count = chunk(method, pb, state, k, code, _scalar_arg(until), rows, every)
             got = np.asarray(rows)[: int(count)]
         else:
-            state, k, code, s = chunk(method, pb, state, k, code, i32(until), last, report)
+            state, k, code, s = chunk(method, pb, state, k, code, _scalar_arg(until), last, report)
             jax.block_until_ready(s)
         dt = time.perf_counter() - t1
         done = int(k) - kk
@@ -518,7 +519,6 @@ def _bucket(n):
 
 
 def _run_vmap(method, pb, axes, starts, sax, size, max_iter, device, progress):
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tc = 0.0
     pb, starts = jax.device_put((pb, starts), device)
     tag = str(jax.tree_util.tree_leaves(axes, is_leaf=lambda x: x is None))  # which leaves are batched
@@ -540,11 +540,11 @@ def _run_vmap(method, pb, axes, starts, sax, size, max_iter, device, progress):
     counts = []
     while lanes.size:
         until = prog.next_until(kk, max_iter, per)
-        chunk, dt = compiled("vchunk" + tag, vchunk, (method, bpb, state, k, code, i32(until)), donate=(2,))
+        chunk, dt = compiled("vchunk" + tag, vchunk, (method, bpb, state, k, code, _scalar_arg(until)), donate=(2,))
         tc += dt
         t1 = time.perf_counter()
         counts.append(int(sum(o is None for o in out)))
-        state, k, code, s = chunk(method, bpb, state, k, code, i32(until))
+        state, k, code, s = chunk(method, bpb, state, k, code, _scalar_arg(until))
         kh, ch = np.asarray(k), np.asarray(code)  # only these come to the host every chunk (unless watched)
         kmax = int(np.max(kh))
         per = (time.perf_counter() - t1) / max(kmax - kk, 1)
