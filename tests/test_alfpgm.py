@@ -115,7 +115,7 @@ def check_against_libsvm(name, nf, rows, test, C, gamma, shape, dtype=np.float64
     return r, alpha, ypm, ref
 
 
-@pytest.mark.parametrize("case", list(BINARY))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "a9a-5k" else c for c in BINARY])
 def test_binary_matches_libsvm_and_is_feasible(case):
     name, nf, (rows, test), C, gamma, shape = BINARY[case]
     r, alpha, ypm, ref = check_against_libsvm(name, nf, rows, test, C, gamma, shape)

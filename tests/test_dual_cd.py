@@ -415,7 +415,7 @@ def test_pass_cap_warning_says_what_to_try_and_the_advice_certifies():
     assert ref * (1 - 1e-6) <= P <= ref * (1 + 1e-4)
 
 
-@pytest.mark.parametrize("name", ["heart_scale", "a1a"])
+@pytest.mark.parametrize("name", ["heart_scale", pytest.param("a1a", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("p", [1, 2])
 def test_default_pass_cap_grows_with_C(name, p):
     """C = 100 with the bias feature at dual CD's defaults: the 1000-pass cap ended MAX_ITER (relative

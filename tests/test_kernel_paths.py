@@ -206,7 +206,7 @@ def test_l1_inner_solve_ffi_equals_xla(name, loss, intercept, layout, cap):
     assert maxdiff(qx, qf) <= 1e-10 * max(1.0, np.abs(np.asarray(qf)).max())
 
 
-@pytest.mark.parametrize("name", ["heart_scale", "a1a"])
+@pytest.mark.parametrize("name", ["heart_scale", pytest.param("a1a", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("loss", [logistic, squared_hinge], ids=["log", "sq"])
 def test_newglmnet_pure_path_certifies_the_kernels_optimum(name, loss):
     """float64, tol 1e-8, no intercept: newglmnet(impl="xla") certifies, and with the kernel both

@@ -93,7 +93,8 @@ CASES = {  # data, C, epsilon, gamma, method (the whole matrix, or working sets 
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
+# pendigits with the whole matrix is slow; its working-set run and diabetes's whole matrix stay fast
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "pendigits" else c for c in CASES])
 def test_the_optimum_is_libsvms(case, request):
     name, C, eps, gamma, method, tol = CASES[case]
     X, t = request.getfixturevalue(name)

@@ -75,7 +75,7 @@ CASES = {  # data (name, features, rows), nu, gamma, method, tol
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "a9a-2000-sparse" else c for c in CASES])
 def test_kernel_optimum_is_libsvms(case):
     (name, nf, rows), nu, gamma, method, tol = CASES[case]
     X = load(name, nf, rows)

@@ -59,7 +59,7 @@ def test_lp_svm_certifies_at_the_lp_optimum(name, C):
     assert (P - ref) / ref >= -1e-9
 
 
-@pytest.mark.parametrize("name", ["heart_scale", "a1a"])
+@pytest.mark.parametrize("name", ["heart_scale", pytest.param("a1a", marks=pytest.mark.slow)])
 def test_lp_svm_float32_and_no_intercept(name):
     """float32 at the default tol 1e-3 (with the rounding bound of the status contract), and the LP
     without an intercept: the float64 objective of the returned model within tol of HiGHS's."""

@@ -44,7 +44,7 @@ def _liblinear(X, t, s, C, eps):
 
 
 @pytest.mark.parametrize("s, p", [(13, 1), (12, 2), (11, 2)], ids=["s13", "s12", "s11"])
-@pytest.mark.parametrize("data", ["diabetes", "generated"])
+@pytest.mark.parametrize("data", ["diabetes", pytest.param("generated", marks=pytest.mark.slow)])
 def test_the_optimum_is_liblinears(diabetes, s, p, data):
     X, t = diabetes if data == "diabetes" else _generated()
     C, eps = (1.0, 5.0) if data == "diabetes" else (0.5, 0.3)
