@@ -175,7 +175,7 @@ def run(plan: Plan, *, history: bool = False, record_every: int = 1, verbose=Fal
                 start = start._replace(w=jnp.asarray(r.w), b=jnp.asarray(r.b), alpha=alpha,
                                        level=jnp.asarray(PRIMAL | DUAL, jnp.int32))
             starts.append(start)
-        cap = nxt.default_max_iter(plan.problem(hand[0]))
+        cap = nxt.default_max_iter(plan.problem(hand[0])) if link.limit is None else int(link.limit)
         new, nh, t = _execute(plan, nxt, None if single else hand, _starts(starts, single), cap, **kw)
         _add(timings, t)
         new = new if single else _rows(new, len(hand))

@@ -15,6 +15,7 @@ from svmopt.regularizers import elastic_net, l1, l2, smoothed_l1
 from svmopt.result import Status
 from svmopt.plan import prepare
 from svmopt.solvers import auto
+import references
 from references import linearsvc, load, pm, scipy_primal
 
 LOSSES = [hinge, squared_hinge, lp_hinge(1.5), lp_hinge(3.0), logistic, least_squares, smoothed_hinge(0.5),
@@ -60,10 +61,11 @@ def test_every_pair_gets_a_method_that_certifies():
     assert method.name == "alm" and method.precondition
 
 
-def test_wide_squared_hinge_runs_newton_from_dual_cd_passes():
-    """Wide data, the squared hinge with the bias feature on the CPU: newton warm-started by dual CD
-    passes (LIBLINEAR's -s 1 then -s 2), certified at LIBLINEAR -s 2's optimum (-e 1e-10); the
-    hinge there runs dual CD, and the smoothed hinge (bounded box) too."""
+def test_wide_squared_hinge_runs_dual_cd_and_newton_from_its_passes_with_a_free_intercept():
+    """Wide data, the squared hinge on the CPU: with the bias feature dual CD (LIBLINEAR's -s 1), with a
+    free intercept newton warm-started by dual CD passes on the bias-feature problem; both certified at
+    the optimum of a float64 reference (LIBLINEAR -s 2 at -e 1e-10; tests/references.py's Newton for the
+    free intercept). The hinge and the smoothed hinge (bounded box) run dual CD there too."""
     from liblinear import liblinearutil as ll
     from svmopt import _dcd
 
@@ -77,8 +79,14 @@ def test_wide_squared_hinge_runs_newton_from_dual_cd_passes():
     wl, bl = sign * np.asarray(w), sign * b
     ref = 0.5 * (wl @ wl + bl * bl) + np.sum(np.maximum(1 - y * (X @ wl + bl), 0) ** 2)
     r = svmopt.solve(X, y, loss=squared_hinge, intercept_scaling=1.0)
-    assert r.method == "newton" and "dual CD" in r.extras["auto"] and int(r.extras["warm_passes"]) > 0
+    assert r.method == "dual_cd" and "more features than rows" in r.extras["auto"]
     assert r.status == Status.CONVERGED and ref * (1 - 1e-5) <= float(r.primal_objective) <= ref * (1 + 1e-3)
+    wf, bf = references.newton(X, y, "squared_hinge", C=1.0)
+    ref_free = 0.5 * wf @ wf + np.sum(np.maximum(1 - y * (X @ wf + bf), 0) ** 2)
+    free = svmopt.solve(X, y, loss=squared_hinge)
+    assert free.method == "newton" and "dual CD" in free.extras["auto"] and int(free.extras["warm_passes"]) > 0
+    assert free.status == Status.CONVERGED
+    assert ref_free * (1 - 1e-5) <= float(free.primal_objective) <= ref_free * (1 + 1e-3)
     for loss in (hinge, smoothed_hinge(0.5)):
         pb, _, _ = prepare(X, y, loss=loss, reg=l2, intercept_scaling=1.0)
         assert auto.choose(pb)[0].name == "dual_cd"
@@ -337,14 +345,15 @@ def test_newton_stalled_hands_over_to_alm():
     assert alone.status == Status.STALLED
 
 
-@pytest.mark.parametrize("seed,name,passes", [(3, "g02", 300), (5, "g05", 0)])
-def test_newton_far_from_tol_hands_over_to_dual_cd(seed, name, passes):
+@pytest.mark.parametrize("seed,name,wide", [(3, "g02", True), (5, "g05", False)])
+def test_newton_far_from_tol_hands_over_to_dual_cd(seed, name, wide):
     """Hard-margin-like squared-hinge problems of bench.suite (seed 3's g02: 1,831 x 27,342 sparse, raw
     scales, C = 2.04; seed 5's g05: 17,445 x 16,079 standardized sparse, C = 30.7; bias feature):
-    newton was at a relative gap of 3.9 (g02) and 67 (g05) after 500 steps. auto looks after 20 and
-    hands over to dual CD from zero (newton's point is far: gaps 1e4-1e5), which certifies in a few
-    dozen passes (alm, the hand-over before, took 96 and 322 iterations): CONVERGED, and numpy's float64
-    gap of the returned w and alpha is within tol."""
+    newton was at a relative gap of 3.9 (g02) and 67 (g05) after 500 steps. On tall g05 auto looks after
+    20 and hands over to dual CD from zero (newton's point is far: gaps 1e4-1e5), which certifies in a
+    few dozen passes (alm, the hand-over before, took 96 and 322 iterations); wide g02 now runs dual CD
+    first (certified in 25 passes). CONVERGED, and numpy's float64 gap of the returned w and alpha is
+    within tol."""
     import sys
     from pathlib import Path
 
@@ -357,9 +366,12 @@ def test_newton_far_from_tol_hands_over_to_dual_cd(seed, name, passes):
     r = svmopt.solve(X, y, **case.kw())
     assert r.status == Status.CONVERGED and r.method == "dual_cd"
     stages = r.extras["stages"]
-    assert [s["method"] for s in stages] == ["newton", "dual_cd"] and stages[0]["iterations"] == 20
-    assert stages[0]["relative_gap"] > 1.0 and stages[1]["iterations"] <= 200
-    assert "dual_cd took over from zero" in r.extras["auto"]
+    if wide:
+        assert [s["method"] for s in stages] == ["dual_cd"] and stages[0]["iterations"] <= 100
+    else:
+        assert [s["method"] for s in stages] == ["newton", "dual_cd"] and stages[0]["iterations"] == 20
+        assert stages[0]["relative_gap"] > 1.0 and stages[1]["iterations"] <= 200
+        assert "dual_cd took over from zero" in r.extras["auto"]
     assert case.numpy_gap(r) <= r.tol
 
 
@@ -422,7 +434,7 @@ def test_wide_data_stays_wide_when_its_rows_are_padded_to_a_bucket():
     """bench.suite seed 7's g00 (3,471 x 3,509 sparse, squared hinge, C = 0.137, bias feature): more
     features than rows, but its rows padded to a bucket outnumbered the features and auto picked newton
     from zero, which had not certified after 50 steps (gap 16 at 20). auto now counts the user's rows:
-    newton from dual CD's passes, certified in a few steps, numpy's gap within tol."""
+    the wide rule's dual CD, certified in a few passes (15), numpy's gap within tol."""
     import sys
     from pathlib import Path
 
@@ -434,6 +446,32 @@ def test_wide_data_stays_wide_when_its_rows_are_padded_to_a_bucket():
     assert X.shape[0] < X.shape[1]
     case = suite.Case(X, y, 2, spec.C, True)
     r = svmopt.solve(X, y, **case.kw())
-    assert r.status == Status.CONVERGED and r.method == "newton" and "more features than rows" in r.extras["auto"]
-    assert int(r.extras["warm_passes"]) > 0 and r.iterations <= 20
+    assert r.status == Status.CONVERGED and r.method == "dual_cd" and "more features than rows" in r.extras["auto"]
+    assert r.iterations <= 50
+    assert case.numpy_gap(r) <= r.tol
+
+
+def test_dual_newton_that_crawls_on_nearly_square_data_hands_back_to_dual_cd():
+    """bench.suite seed 11's g26 (1,705 x 1,759 dense, features in [0, 1], squared hinge, C = 16.9, bias
+    feature): wide, so dual CD's 100 passes hand over to dual_newton, whose steps crawl there (X X^T nearly
+    singular: 362 steps to certify, 1.7 s, where dual CD alone takes 941 passes). After
+    ``DUAL_NEWTON_STEPS`` steps dual CD's passes go on from its alpha: CONVERGED, the stages say so, and
+    numpy's float64 gap of the returned w and alpha is within tol."""
+    import sys
+    from pathlib import Path
+
+    from svmopt.solvers.auto import DUAL_NEWTON_STEPS, WIDE_PASSES
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import suite
+
+    spec = next(s for s in suite.problems(11, "small") if s.name.startswith("g26"))
+    X, y = suite.make(spec)[:2]
+    assert X.shape[0] < X.shape[1] < 1.1 * X.shape[0]
+    case = suite.Case(X, y, 2, spec.C, True)
+    r = svmopt.solve(X, y, **case.kw())
+    assert r.status == Status.CONVERGED and r.method == "dual_cd"
+    stages = r.extras["stages"]
+    assert [s["method"] for s in stages] == ["dual_cd", "dual_newton", "dual_cd"]
+    assert [s["iterations"] for s in stages[:2]] == [WIDE_PASSES, DUAL_NEWTON_STEPS]
     assert case.numpy_gap(r) <= r.tol

@@ -14,8 +14,10 @@ kernel is built, X unsharded):
                                                                                   free intercept)
   twice-differentiable loss (Lp: p >= NEWTON_MIN_P),  newton                    a few Newton steps, matvecs only
     l2-type regularizer, rows >= features
-  squared hinge, l2, no free intercept, wide, CPU     newton(warm="dual_cd",    LIBLINEAR's -s 1: dual CD passes,
-                                                        warm_passes=300)          then Newton steps
+  squared hinge, l2, no free intercept, wide, CPU     dual_cd                   LIBLINEAR's -s 1, one compiled call
+                                                                                  per pass
+  squared hinge, l2, free intercept, wide, CPU        newton(warm="dual_cd",    dual CD passes on the bias-feature
+                                                        warm_passes=300)          problem, then Newton steps
   bounded box dual (hinge), l2, no free intercept,    dual_cd                   LIBLINEAR's -s 3, one compiled
     CPU                                                                           call per pass
   any other loss with an l2-type regularizer          alm(precondition=True,    Jacobi-scaled steps, penalty
@@ -38,7 +40,8 @@ one's (w, b, alpha) where its gap is within ``warm_within``, else from zero; whe
 uncertified with a larger gap, the first result stays. The rules:
 
   * dual_cd, wide data: ``dual_newton`` after ``WIDE_PASSES`` passes, from their alpha (X X^T is
-    nonsingular there, the dual strongly convex, while dual CD's passes grow with C);
+    nonsingular there, the dual strongly convex, while dual CD's passes grow with C); where it has not
+    certified in ``DUAL_NEWTON_STEPS`` steps (X X^T nearly singular), dual CD's passes from its alpha;
   * dual_cd, tall data: 300 passes, on to its cap (1000) within a gap of 0.1, then
     ``alm(precondition=True, adapt_mu=True)`` (its iterations hardly depend on C), from dual CD's
     point within 10 tol, else from zero (the better start far from the optimum);
@@ -87,6 +90,7 @@ from .pdhg import pdhg
 __all__ = ["Auto", "Handover", "auto"]
 
 WIDE_PASSES = 100  # dual CD's passes on wide data before dual_newton takes over (docs/auto.md)
+DUAL_NEWTON_STEPS = 30  # dual_newton's steps there before dual CD's passes go on from its alpha (docs/auto.md)
 
 
 class Handover(NamedTuple):
@@ -100,6 +104,7 @@ class Handover(NamedTuple):
     label: str  # how the note in ``Result.extras["auto"]`` names ``method``
     when: tuple = (Status.MAX_ITER,)  # the first method's statuses that hand over
     then: Any = None  # a Handover for the problems ``method`` did not certify either (its own statuses)
+    limit: Any = None  # ``method``'s iterations (None: its default cap)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +142,12 @@ class Auto:
         # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1). A free intercept
         # is warm-started from the bias-feature problem's passes (newton's warm start)
         flat = pb.replace(fit_intercept=False)
-        if pb.d > rows and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb):
+        wide_box = pb.d > rows and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb)
+        if wide_box and not pb.fit_intercept:
+            out.append((dual_cd(**tol), "twice-differentiable loss with a box dual (squared hinge), l2, no free "
+                                        "intercept, more features than rows, on the CPU: dual coordinate descent, "
+                                        "then projected Newton on the dual where its passes have not certified"))
+        if wide_box:
             out.append((newton(warm="dual_cd", warm_passes=300, **tol),
                         "twice-differentiable loss with a box dual (squared hinge), l2, more features than rows, "
                         "on the CPU: truncated Newton from 300 compiled dual CD passes (with a free intercept, "
@@ -181,11 +191,17 @@ class Auto:
     def handover(self, pb, method, rows=None):
         """The ``Handover`` for ``method`` (as ``choose`` returned it) on ``pb``, or None."""
         rows = pb.n if rows is None else int(rows)
-        if method.name == "dual_cd" and bounded_dual(pb):
+        if method.name == "dual_cd" and box_dual(pb):
             smooth_dual = pb.loss.dual.l1 is None and pb.loss.dual.linear is None  # (not regression's)
             if pb.d > rows and smooth_dual:  # wide: projected Newton on the dual from dual CD's alpha
+                # where its steps crawl (X X^T nearly singular: about as many features as rows, raw
+                # scales), dual CD's passes from its alpha to their cap
+                back = Handover(dual_cd(tol=self.tol), check=0, cap=0, go_on=0.0, warm_within=np.inf,
+                                label="dual_cd", when=(Status.STALLED, Status.MAX_ITER))
                 return Handover(dual_newton(tol=self.tol), check=WIDE_PASSES, cap=WIDE_PASSES, go_on=0.0,
-                                warm_within=np.inf, label="dual_newton")
+                                warm_within=np.inf, label="dual_newton", then=back, limit=DUAL_NEWTON_STEPS)
+            if not bounded_dual(pb):
+                return None
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
                             cap=DUAL_CD_PASSES, go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
