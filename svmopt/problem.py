@@ -310,17 +310,31 @@ def rounding_bound(pb: Problem, w, b, alpha, primal, dual):
     stops a gap that rounding alone made from certifying (bench.suite seed 0's g04, raw features at
     C = 67: 4e2 |P|, where the float32 run had said CONVERGED 0.23 above the optimum).
     """
+    delta, m = margin_rounding(pb, w, b)
+    return rounding_of(pb, m, delta, alpha, primal, dual)
+
+
+def margin_rounding(pb: Problem, w, b):
+    """(e, m): each margin's rounding e_i = MARGIN_ROUNDING u (|x_i|.|w| + |b|) and the margins
+    m = y (X w + b) (``rounding_bound``; two products with X)."""
+    grow = float(jnp.finfo(pb.dtype).eps) / 2 * MARGIN_ROUNDING
+    return grow * (pb.op.abs_matvec(w) + jnp.abs(b)), pb.y * (pb.op.matvec(w) + b)
+
+
+def loss_rounding(pb: Problem, m, delta):
+    """The loss terms' share of ``rounding_bound`` (absolute): each row's e_i times its loss's steepest
+    slope within e_i of its margin."""
+    slope = jnp.maximum(jnp.abs(pb.loss.derivative(m - delta)), jnp.abs(pb.loss.derivative(m + delta)))
+    return jnp.sum(jnp.where(pb.cs > 0, pb.cs * slope * delta, 0.0))
+
+
+def rounding_of(pb: Problem, m, delta, alpha, primal, dual):
+    """``rounding_bound`` from the margins m and their rounding ``delta`` (``margin_rounding``)."""
     dt = pb.dtype
     u = float(jnp.finfo(dt).eps) / 2
     n = pb.op.shape[0]
-    grow = u * MARGIN_ROUNDING
-    size = pb.op.abs_matvec(w) + jnp.abs(b)  # |x_i|.|w| + |b|
-    delta = grow * size
-    m = pb.y * (pb.op.matvec(w) + b)
-    slope = jnp.maximum(jnp.abs(pb.loss.derivative(m - delta)), jnp.abs(pb.loss.derivative(m + delta)))
-    live = pb.cs > 0
-    e_primal = jnp.sum(jnp.where(live, pb.cs * slope * delta, 0.0))
-    e_dual = 0.0 if alpha is None else jnp.sum(jnp.where(live, jnp.abs(alpha) * delta, 0.0))
+    e_primal = loss_rounding(pb, m, delta)
+    e_dual = 0.0 if alpha is None else jnp.sum(jnp.where(pb.cs > 0, jnp.abs(alpha) * delta, 0.0))
     finite_dual = jnp.where(jnp.isfinite(dual), dual, 0.0)
     e_sum = u * (2.0 + float(np.log2(max(n, 2)))) * (jnp.abs(primal) + jnp.abs(finite_dual))
     out = (e_primal + e_dual + e_sum) / jnp.maximum(jnp.abs(primal), jnp.finfo(dt).tiny)
