@@ -138,9 +138,10 @@ class Auto:
         if pb.reg.quadratic is not None and pb.d <= rows and not _near_kink(pb):
             out.append((newton(**tol), "twice-differentiable loss, an l2-type regularizer, rows >= features: "
                                        "truncated Newton"))
-        # wide data, a box dual with no upper end (the squared hinge): Newton from 0 takes many steps,
-        # dual CD alone crawls; its passes first leave Newton a few (LIBLINEAR's -s 1). A free intercept
-        # is warm-started from the bias-feature problem's passes (newton's warm start)
+        # wide data, a box dual with no upper end (the squared hinge): Newton from 0 takes many steps;
+        # dual CD certifies most such problems in a few dozen passes, and its wide hand-over (dual_newton)
+        # takes the rest. A free intercept (which dual CD cannot keep) runs newton warm-started from the
+        # bias-feature problem's passes
         flat = pb.replace(fit_intercept=False)
         wide_box = pb.d > rows and box_dual(flat) and not bounded_dual(flat) and dual_cd.native(pb)
         if wide_box and not pb.fit_intercept:
