@@ -329,8 +329,10 @@ def _reuses(method, pb: Problem, it, loop: Loop) -> bool:
 
 def _lifts(method, pb: Problem, it, loop: Loop) -> bool:
     """Static: may a check certify a multiple of the primal point past its rounding (``lift``)? A loss
-    with a kink (a smooth loss's slope is continuous there: its margins' rounding moves P to second order)."""
-    return not pb.loss.is_smooth and rounding_counts(method, pb, it.w) and _reuses(method, pb, it, loop)
+    with a kink (a smooth loss's slope is continuous there: its margins' rounding moves P to second order),
+    below float64 (there the bound is ~1e-14 |P|: the lift's code would only cost compile time)."""
+    return (not pb.loss.is_smooth and jnp.finfo(pb.dtype).bits < 64 and rounding_counts(method, pb, it.w)
+            and _reuses(method, pb, it, loop))
 
 
 def final_objectives(method, pb: Problem, loop: Loop, code):
