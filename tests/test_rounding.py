@@ -75,7 +75,7 @@ def test_float32_still_certifies_raw_data_it_solves():
     assert float(ref.extras["rounding"]) < 1e-12  # float64's bound is far below any tol a user asks
 
 
-@pytest.mark.parametrize("seed,name", [(0, "g04"), (3, "g02")])
+@pytest.mark.parametrize("seed,name", [pytest.param(0, "g04", marks=pytest.mark.slow), (3, "g02")])
 def test_a_lifted_primal_point_certifies_past_its_rounding(seed, name):
     """bench.suite seed 0's g04 (1,034 x 9,878 sparse, raw columns, C = 67.2) and seed 3's g02 (1,831 x
     27,342 sparse, raw columns, C = 2.04), hinge with the bias feature, float32. g04 once said CONVERGED
