@@ -412,6 +412,17 @@ def test_dual_cd_warm_start_float32_and_its_refusals():
         svmopt.solve(X, yy, method=newton(warm="alm"), **kw)
 
 
+def _a9a_fstar_and_plain():
+    """a9a's squared hinge with the bias feature: (X, y, kw, f* from a float64 newton certified to 1e-12,
+    the float64 newton run without the fit or the dual CD pass)."""
+    X, y = load("a9a")
+    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
+    ref = svmopt.solve(X, y, method=newton(tol=1e-12, fit="never", dual_pass=False), dtype=F64, **kw)
+    assert ref.status == Status.CONVERGED
+    plain = svmopt.solve(X, y, method=newton(fit="never", dual_pass=False), dtype=F64, **kw)
+    return X, y, kw, float(ref.primal_objective), plain
+
+
 def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
     """The fitted dual point (X^T (alpha y) fitted to w on the free rows): on a9a's squared hinge in
     float64 it certifies 1e-3 in fewer Newton steps than -l'(margin) alone (measured 5 against 7),
@@ -424,12 +435,7 @@ def test_fitted_dual_certifies_sooner_and_stays_a_lower_bound():
     1e-3), its alpha's dual objective recomputed in numpy is the one reported, and it is a lower
     bound (in float64 here: the float32 half is the slow test below). On wide data they run alone by
     default, and follow the fit with ``fit="wide"`` (see below)."""
-    X, y = load("a9a")
-    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
-    ref = svmopt.solve(X, y, method=newton(tol=1e-12, fit="never", dual_pass=False), dtype=F64, **kw)
-    assert ref.status == Status.CONVERGED
-    fstar = float(ref.primal_objective)
-    plain = svmopt.solve(X, y, method=newton(fit="never", dual_pass=False), dtype=F64, **kw)
+    X, y, kw, fstar, plain = _a9a_fstar_and_plain()
     fitted = svmopt.solve(X, y, method=newton(fit="always"), dtype=F64, **kw)
     default = svmopt.solve(X, y, method=newton, dtype=F64, **kw)
     for r in (plain, fitted, default):
@@ -448,12 +454,7 @@ def test_dual_pass_certifies_sooner_in_float32():
     certifies in float32 too, within 1e-3 of f*."""
     from test_dual_cd import dual_value
 
-    X, y = load("a9a")
-    kw = dict(loss=squared_hinge, intercept_scaling=1.0)
-    ref = svmopt.solve(X, y, method=newton(tol=1e-12, fit="never", dual_pass=False), dtype=F64, **kw)
-    assert ref.status == Status.CONVERGED
-    fstar = float(ref.primal_objective)
-    plain = svmopt.solve(X, y, method=newton(fit="never", dual_pass=False), dtype=F64, **kw)
+    X, y, kw, fstar, plain = _a9a_fstar_and_plain()
     import scipy.sparse as sp
     Xb = sp.hstack([sp.csr_matrix(X), np.ones((X.shape[0], 1))]).tocsr()
     yy = pm(y)
