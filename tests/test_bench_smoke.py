@@ -232,12 +232,13 @@ def test_l1_bench_certificate_is_svmopts(loss_name):
         float(r.primal_objective), rel=1e-12)
 
 
-def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path):
-    """bench.suite on two tiny generated problems (each in its own process, as the full run): the CSV has
-    its columns and one row per problem x loss; every f* is certified to a relative gap <= 1e-6 by
-    svmopt in float64 and again by numpy from the solution's w and dual point; no run goes below f*; a
-    default solve that certified its 1e-3 gap is within 1e-3 of f*. The problem list is a function of
-    the seed that spans the ranges."""
+@pytest.mark.parametrize("limit", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path, limit):
+    """bench.suite on tiny generated problems (each in its own process, as the full run; the first, and
+    the first two in the slow run): the CSV has its columns and one row per problem x loss; every f* is
+    certified to a relative gap <= 1e-6 by svmopt in float64 and again by numpy from the solution's w
+    and dual point; no run goes below f*; a default solve that certified its 1e-3 gap is within 1e-3
+    of f*. The problem list is a function of the seed that spans the ranges."""
     from bench import suite
 
     full0, full0b, full1 = (suite.problems(s, "full") for s in (0, 0, 1))
@@ -251,10 +252,10 @@ def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path):
     assert all(s.rows <= 20_000 for s in suite.problems(0, "small") if s.kind == "gen")
 
     out = tmp_path / "suite.md"
-    res = suite.main(["--size", "smoke", "--limit", "2", "--budget", "20", "--out", str(out)])
+    res = suite.main(["--size", "smoke", "--limit", str(limit), "--budget", "20", "--out", str(out)])
     rows = _csv(out.with_suffix(".csv"))
-    assert set(suite.COLUMNS) <= set(rows[0]) and len(rows) == 4
-    assert {(r["problem"], r["loss"]) for r in rows} == {(s.name, lo) for s in suite.problems(0, "smoke")[:2]
+    assert set(suite.COLUMNS) <= set(rows[0]) and len(rows) == 2 * limit
+    assert {(r["problem"], r["loss"]) for r in rows} == {(s.name, lo) for s in suite.problems(0, "smoke")[:limit]
                                                         for lo in ("L1", "L2")}
     for r in rows:
         case = f"{r['problem']} {r['loss']}: {r['note']}"
@@ -267,7 +268,8 @@ def test_suite_smoke_certifies_f_star_and_writes_the_table(tmp_path):
         assert math.isfinite(float(r["ratio"])) and float(r["ratio"]) > 0, case
     md = out.read_text()
     assert "python -m bench.suite --size smoke" in md and "seed 0" in md and "liblinear-official" in md
-    for head in ("## Summary", "## Per problem", "## References and cross-checks", "| L1 | 2 |", "| L2 | 2 |"):
+    for head in ("## Summary", "## Per problem", "## References and cross-checks", f"| L1 | {limit} |",
+                 f"| L2 | {limit} |"):
         assert head in md, head
     assert set(res["summary"]) == {"L1", "L2"}
 
