@@ -1,0 +1,105 @@
+"""The free intercept on wide data, squared hinge: the default (auto) against the methods it chains.
+
+    python -m bench.free_intercept_wide --seeds 19,23
+    python -m bench.free_intercept_wide --seeds 0,3 --methods auto,alm,newton-warm --out FILE.md
+
+For every generated problem of ``bench.suite`` (``--size small``) with more features than rows, the
+squared hinge at the problem's C with svmopt's default free intercept (``fit_intercept=True``, no
+bias feature), float32, tol 1e-3: per method a first call (compile) and a timed call (wall clock).
+Methods: ``auto`` (the default: on this shape ``newton(warm="dual_cd", warm_passes=300)``, handed
+over to alm after ``NEWTON_STEPS``), ``alm`` (``alm(precondition=True, adapt_mu=True)``, auto's
+hand-over target) and ``newton-warm`` (auto's first method alone, capped at 50 steps, with the
+step at which its gap first met tol). Each result's objective is recomputed in numpy (float64)
+from its (w, b); ``--reference`` adds a float64 alm solve certified to 1e-7 and the relative error
+against it. No LIBLINEAR column: LIBLINEAR has no free intercept (its -B 1 regularizes b).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+import warnings
+
+
+def _objective(X, y, C, w, b):
+    import numpy as np
+    yy = np.where(y == y.max(), 1.0, -1.0)
+    w = np.asarray(w, np.float64)
+    return 0.5 * w @ w + C * np.sum(np.maximum(0.0, 1.0 - yy * (X @ w + float(b))) ** 2)
+
+
+def _stages(r):
+    stages = r.extras.get("stages") or [{"method": r.method, "iterations": r.iterations}]
+    return " > ".join(f"{s['method']} {s['iterations']}" for s in stages)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", default="19,23")
+    ap.add_argument("--methods", default="auto,alm,newton-warm")
+    ap.add_argument("--reference", action="store_true", help="float64 alm to 1e-7: relative errors")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import jax
+    if args.reference:
+        jax.config.update("jax_enable_x64", True)
+    import numpy as np
+
+    import svmopt
+    from svmopt.losses import squared_hinge
+    from svmopt.solvers import alm, newton
+
+    from . import suite
+
+    methods = {"auto": None, "alm": alm(precondition=True, adapt_mu=True),
+               "newton-warm": newton(warm="dual_cd", warm_passes=300)}
+    chosen = args.methods.split(",")
+    head = ["problem", "rows x features", "C"] + [f"{m}: s, status, stages" for m in chosen]
+    if args.reference:
+        head.append("rel. error (" + ", ".join(chosen) + ")")
+    lines = ["# Free intercept, wide data, squared hinge: auto against the methods it chains", "",
+             f"`python -m bench.free_intercept_wide {' '.join(sys.argv[1:] if argv is None else argv)}`",
+             f"date {datetime.datetime.now().isoformat(timespec='seconds')}; machine {platform.node()}, "
+             f"{os.cpu_count()} cores; float32, tol 1e-3, wall clock of a second call (compile apart)", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    print(lines[-2])
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for spec in suite.problems(seed, "small"):
+            if spec.kind != "gen" or spec.features <= spec.rows:
+                continue
+            X, y = suite.make(spec)[:2]
+            kw = dict(loss=squared_hinge, C=spec.C, dtype=np.float32)
+            row = [f"s{seed}-{spec.name}", f"{X.shape[0]} x {X.shape[1]}", f"{spec.C:.3g}"]
+            errs = []
+            ref = None
+            if args.reference:
+                r = svmopt.solve(X, y, method=methods["alm"], tol=1e-7, max_iter=100_000,
+                                 **dict(kw, dtype=np.float64))
+                ref = _objective(X, y, spec.C, r.w, r.b) if r.status == svmopt.Status.CONVERGED else None
+            for name in chosen:
+                m = methods[name]
+                extra = {} if m is None else {"method": m}
+                if name == "newton-warm":
+                    extra["max_iter"] = 50
+                svmopt.solve(X, y, **extra, **kw)
+                t = time.perf_counter()
+                r = svmopt.solve(X, y, **extra, **kw)
+                t = time.perf_counter() - t
+                row.append(f"{t:.3f}, {r.status.name}, {_stages(r)}")
+                if ref is not None:
+                    errs.append(f"{(_objective(X, y, spec.C, r.w, r.b) - ref) / abs(ref):.1e}")
+            if args.reference:
+                row.append(", ".join(errs) if ref is not None else "(reference uncertified)")
+            lines.append("| " + " | ".join(row) + " |")
+            print(lines[-1], flush=True)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
