@@ -16,7 +16,7 @@ from svmopt.result import Status
 from svmopt.plan import prepare
 from svmopt.solvers import auto
 import references
-from references import linearsvc, load, pm, scipy_primal
+from references import linearsvc, load, objective, pm, scipy_primal
 
 LOSSES = [hinge, squared_hinge, lp_hinge(1.5), lp_hinge(3.0), logistic, least_squares, smoothed_hinge(0.5),
           from_function(lambda m: jnp.logaddexp(0.0, -2.0 * m), name="steep_logistic")]
@@ -47,13 +47,13 @@ def test_every_pair_gets_a_method_that_certifies():
                 assert method.precondition == (reg.quadratic is not None)
             seen.add(method.name)
     assert seen == {"newton", "alm", "pdhg"} | ({"newglmnet"} if _l1cd.available() else set())
-    # wide data (more features than rows) with a free intercept: newton from dual CD passes on the
+    # wide data (more features than rows) with a free intercept: dual_newton from dual CD passes on the
     # bias-feature problem where the compiled pass runs (a box dual), else Jacobi-scaled alm
     pb, _, _ = prepare(X[:8], y[:8], loss=squared_hinge, reg=l2)
     method, _ = auto.choose(pb)
     from svmopt import _dcd
     if _dcd.available():
-        assert method.name == "newton" and method.warm == "dual_cd"
+        assert method.name == "dual_newton" and method.warm == "dual_cd"
     else:
         assert method.name == "alm" and method.precondition
     pb, _, _ = prepare(X[:8], y[:8], loss=logistic, reg=l2)  # no box dual: alm
@@ -61,11 +61,11 @@ def test_every_pair_gets_a_method_that_certifies():
     assert method.name == "alm" and method.precondition
 
 
-def test_wide_squared_hinge_runs_dual_cd_and_newton_from_its_passes_with_a_free_intercept():
+def test_wide_squared_hinge_runs_dual_cd_and_dual_newton_from_its_passes_with_a_free_intercept():
     """Wide data, the squared hinge on the CPU: with the bias feature dual CD (LIBLINEAR's -s 1), with a
-    free intercept newton warm-started by dual CD passes on the bias-feature problem; both certified at
-    the optimum of a float64 reference (LIBLINEAR -s 2 at -e 1e-10; tests/references.py's Newton for the
-    free intercept). The hinge and the smoothed hinge (bounded box) run dual CD there too."""
+    free intercept dual_newton (y^T alpha = 0 kept) from dual CD passes on the bias-feature problem; both
+    certified at the optimum of a float64 reference (LIBLINEAR -s 2 at -e 1e-10; tests/references.py's
+    Newton for the free intercept). The hinge and the smoothed hinge (bounded box) run dual CD there too."""
     from liblinear import liblinearutil as ll
     from svmopt import _dcd
 
@@ -84,7 +84,7 @@ def test_wide_squared_hinge_runs_dual_cd_and_newton_from_its_passes_with_a_free_
     wf, bf = references.newton(X, y, "squared_hinge", C=1.0)
     ref_free = 0.5 * wf @ wf + np.sum(np.maximum(1 - y * (X @ wf + bf), 0) ** 2)
     free = svmopt.solve(X, y, loss=squared_hinge)
-    assert free.method == "newton" and "dual CD" in free.extras["auto"] and int(free.extras["warm_passes"]) > 0
+    assert free.method == "dual_newton" and "dual CD" in free.extras["auto"] and int(free.extras["warm_passes"]) > 0
     assert free.status == Status.CONVERGED
     assert ref_free * (1 - 1e-5) <= float(free.primal_objective) <= ref_free * (1 + 1e-3)
     for loss in (hinge, smoothed_hinge(0.5)):
@@ -475,3 +475,32 @@ def test_dual_newton_that_crawls_on_nearly_square_data_hands_back_to_dual_cd():
     assert [s["method"] for s in stages] == ["dual_cd", "dual_newton", "dual_cd"]
     assert [s["iterations"] for s in stages[:2]] == [WIDE_PASSES, DUAL_NEWTON_STEPS]
     assert case.numpy_gap(r) <= r.tol
+
+
+def test_wide_free_intercept_dual_newton_hands_over_to_alm_where_it_crawls():
+    """bench.suite seed 19's g05 (1,678 x 4,564 sparse, raw column scales, squared hinge, C = 0.507, free
+    intercept): wide, so auto runs dual_newton from dual CD's passes on the bias-feature problem; its
+    gap is still about 1 after ``FREE_DUAL_NEWTON_CHECK`` steps (X X^T nearly singular there), so
+    Jacobi-scaled alm takes over: CONVERGED, the stages say so, and numpy's float64 objective of the
+    returned (w, b) is within tol of a float64 alm solve certified to 1e-6."""
+    import sys
+    from pathlib import Path
+
+    from svmopt.solvers import alm
+    from svmopt.solvers.auto import FREE_DUAL_NEWTON_CHECK
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import suite
+
+    spec = next(s for s in suite.problems(19, "small") if s.name.startswith("g05"))
+    X, y = suite.make(spec)[:2]
+    r = svmopt.solve(X, y, loss=squared_hinge, C=spec.C)
+    assert r.status == Status.CONVERGED and r.method == "alm"
+    assert [(s["method"], s["iterations"]) for s in r.extras["stages"]][0] == ("dual_newton", FREE_DUAL_NEWTON_CHECK)
+    ref = svmopt.solve(X, y, loss=squared_hinge, C=spec.C, method=alm(precondition=True, adapt_mu=True, tol=1e-6),
+                       max_iter=200_000, dtype=jnp.float64)
+    assert ref.status == Status.CONVERGED
+    yy = np.where(y == y.max(), 1.0, -1.0)
+    P = objective(X, yy, np.asarray(r.w, float), float(r.b), spec.C, 2)
+    P_ref = objective(X, yy, np.asarray(ref.w, float), float(ref.b), spec.C, 2)
+    assert P_ref * (1 - 2e-6) <= P <= P_ref * (1 + r.tol)

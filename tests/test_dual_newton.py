@@ -149,10 +149,30 @@ def test_runtime_numbers_do_not_recompile_and_a_resume_goes_on():
     assert float(rest.primal_objective) == pytest.approx(float(whole.primal_objective), rel=2e-6)
 
 
+@pytest.mark.parametrize("p, dtype, tol", [(2, F64, 1e-8), (2, jnp.float32, 1e-3), (1, jnp.float32, 1e-3),
+                                           pytest.param(1, F64, 1e-8, marks=pytest.mark.slow)])
+def test_free_intercept_keeps_y_alpha_zero_and_numpy_recomputes_its_gap(p, dtype, tol):
+    """With a free intercept (y^T alpha = 0 kept: CG projected onto y_F^T d = 0, the clipped arc shifted
+    back onto it, b the minimiser of P(s v, b)), from dual CD's passes on the bias-feature problem, on
+    wide news20 (C = 1): CONVERGED, and the gap recomputed in numpy float64 from the returned (w, b) and
+    alpha -- the primal objective and the dual objective of alpha (tests/references.py, which checks
+    alpha's box and y^T alpha = 0) -- is within tol."""
+    X, y = wide()
+    r = svmopt.solve(X, y, loss={1: hinge, 2: squared_hinge}[p], method=dual_newton(warm="dual_cd", tol=tol),
+                     dtype=dtype)
+    assert r.status == Status.CONVERGED and r.method == "dual_newton" and int(r.extras["warm_passes"]) > 0
+    alpha = np.asarray(r.extras["alpha"], float)[: X.shape[0]]
+    pos, neg = alpha[y > 0].sum(), alpha[y < 0].sum()  # float32's rounding of y^T alpha, evened as the method does
+    alpha = alpha * np.where(y > 0, min(1.0, neg / pos), min(1.0, pos / neg))
+    P = objective(X, y, np.asarray(r.w, float), float(r.b), 1.0, p)
+    D = references.dual_certificate(X, y, alpha, 1.0, p)
+    assert D <= P * (1 + 1e-12) and P - D <= tol * P
+
+
 def test_what_it_refuses_and_warns_about():
     X, y = wide()
-    with pytest.raises(MissingCapability, match="free intercept.*intercept_scaling=1.0"):
-        svmopt.solve(X, y, method=dual_newton)
+    with pytest.raises(ValueError, match="warm must be None or 'dual_cd'"):
+        svmopt.solve(X, y, method=dual_newton(warm="alm"))
     with pytest.raises(MissingCapability, match="l2-regularized"):
         svmopt.solve(X, y, method=dual_newton, reg=l1, intercept_scaling=1.0)
     with pytest.raises(ValueError, match="damping"):

@@ -16,8 +16,9 @@ kernel is built, X unsharded):
     l2-type regularizer, rows >= features
   squared hinge, l2, no free intercept, wide, CPU     dual_cd                   LIBLINEAR's -s 1, one compiled call
                                                                                   per pass
-  squared hinge, l2, free intercept, wide, CPU        newton(warm="dual_cd",    dual CD passes on the bias-feature
-                                                        warm_passes=300)          problem, then Newton steps
+  squared hinge, l2, free intercept, wide, CPU        dual_newton(              dual CD passes on the bias-feature
+                                                        warm="dual_cd")           problem, then projected Newton on
+                                                                                  the dual keeping y^T alpha = 0
   bounded box dual (hinge), l2, no free intercept,    dual_cd                   LIBLINEAR's -s 3, one compiled
     CPU                                                                           call per pass
   any other loss with an l2-type regularizer          alm(precondition=True,    Jacobi-scaled steps, penalty
@@ -46,6 +47,9 @@ uncertified with a larger gap, the first result stays. The rules:
     ``alm(precondition=True, adapt_mu=True)`` (its iterations hardly depend on C), from dual CD's
     point within 10 tol, else from zero (the better start far from the optimum);
   * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point;
+  * dual_newton with a free intercept (wide squared hinge): ``alm(precondition=True, adapt_mu=True)``
+    where it has not certified in ``DUAL_NEWTON_STEPS`` steps or stalled (nearly square data with raw
+    scales), from its point within 10 tol, else from zero;
   * alm (auto's first method, a loss with a box dual: the hinge with a free intercept), STALLED or
     at its cap: ``pdhg``, from its point (w, b and the multipliers) where its gap is within
     ``PDHG_WARM``, else from zero;
@@ -149,10 +153,10 @@ class Auto:
                                         "intercept, more features than rows, on the CPU: dual coordinate descent, "
                                         "then projected Newton on the dual where its passes have not certified"))
         if wide_box:
-            out.append((newton(warm="dual_cd", warm_passes=300, **tol),
-                        "twice-differentiable loss with a box dual (squared hinge), l2, more features than rows, "
-                        "on the CPU: truncated Newton from 300 compiled dual CD passes (with a free intercept, "
-                        "on LIBLINEAR's bias-feature problem)"))
+            out.append((dual_newton(warm="dual_cd", **tol),
+                        "twice-differentiable loss with a box dual (squared hinge), l2, a free intercept, more "
+                        "features than rows, on the CPU: projected Newton on the dual, keeping y^T alpha = 0, from "
+                        "compiled dual CD passes on LIBLINEAR's bias-feature problem"))
         if bounded_dual(pb) and dual_cd.native(pb):
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))
@@ -206,6 +210,10 @@ class Auto:
             return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=300,
                             cap=DUAL_CD_PASSES, go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
+        if method.name == "dual_newton" and pb.fit_intercept:  # wide, free intercept: alm where it crawls
+            return Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=FREE_DUAL_NEWTON_CHECK,
+                            cap=DUAL_NEWTON_STEPS, go_on=FREE_DUAL_NEWTON_GO_ON, warm_within=10.0 * float(self.tol),
+                            label="alm(precondition=True, adapt_mu=True)", when=(Status.STALLED, Status.MAX_ITER))
         if method.name == "newton" and pb.reg.quadratic is not None:  # stalled short of tol (float32 near a kink)
             cap = method.default_max_iter(pb)
             to_alm = Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=min(cap, NEWTON_STEPS), cap=cap,
@@ -229,6 +237,14 @@ class Auto:
                             when=(Status.STALLED, Status.MAX_ITER))
         return None
 
+
+FREE_DUAL_NEWTON_CHECK = 10
+FREE_DUAL_NEWTON_GO_ON = 0.5
+"""dual_newton with a free intercept (the wide squared hinge): its steps before auto looks, and the relative
+gap within which it goes on to ``DUAL_NEWTON_STEPS``, else alm takes over. bench.suite seeds 0, 3 and 5 (27
+wide problems, ``--size small``, float32): of the 18 it certified, 15 did by step 10 and 2 of the others were
+at gaps of 0.02 and 0.3 there (certified at 16 and 27; one at 0.8 took 36 steps); 7 of the 9 it did not
+certify were at a gap of 1 at step 10 (raw scales, nearly square)."""
 
 NEWTON_STEPS = 50
 """Newton steps before auto looks at a run that has not certified (it certified the shared sets in 7 to

@@ -1,7 +1,7 @@
 """Projected Newton on the box dual, for wide data (more features than rows).
 
 The dual that ``dual_cd`` solves one coordinate at a time (l2, a loss whose conjugate is a box
-plus a diagonal: hinge, squared hinge, smoothed hinge, least squares; no free intercept):
+plus a diagonal: hinge, squared hinge, smoothed hinge, least squares; a free intercept below):
 
     min_alpha  f(alpha) = 1/2 ||X^T (alpha y)||^2 + 1/2 sum_i D_ii alpha_i^2 - sum_i alpha_i,
                L_i <= alpha_i <= U_i                                  (``dual_cd.box_table``)
@@ -19,6 +19,16 @@ model w) and the gradient g = y (X v) - 1 + D alpha:
      f(alpha(t)) <= f(alpha) + 1e-4 g^T (alpha(t) - alpha), halving t from 1 (at most 30 times);
      f's change is computed from delta = alpha(t) - alpha and X^T (y delta), not as a difference of
      two values of f, which float32 rounds away near the optimum.
+
+With a free intercept the dual gains y^T alpha = 0 (b its multiplier), and the step keeps it: the
+gradient is the Lagrangian's, g + b y, with b estimated on the free rows; rows within eps of a bound
+their gradient points to (eps-active, Bertsekas' two-metric projection) take a diagonally scaled
+gradient step instead of joining F; CG runs on the subspace y_F^T d = 0 (its preconditioned residuals
+projected in M's metric); the clipped arc is shifted back onto y^T alpha = 0 along y on F (bisection),
+and the class sums are evened by scaling (a shift would lift every row at 0 of a class off it). The
+primal point is (s v, b) with b minimising P(v, b) (golden section), then s. ``warm="dual_cd"`` starts
+from dual CD's passes on LIBLINEAR's bias-feature problem (auto's choice for the wide squared hinge
+with a free intercept).
 
 Where this wins: with more features than rows X X^T is usually nonsingular, the dual strongly
 convex, and once the bounded rows are found (a few dozen steps) the free set stops changing and
@@ -47,10 +57,11 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
-from ..problem import Problem, dual_objective, project_dual, relative_gap
+from ..problem import PROJECTION_STEPS, Problem, dual_objective, project_dual, relative_gap
 from ..result import Status
+from .warm import validate_warm, warm_passes
 from .base import DUAL, PRIMAL, Iterate, golden_min, Method, Start, box_table, check_positive, require, require_box_dual, \
-    start_or, stall_update
+    start_or, stall_update, static
 
 __all__ = ["DualNewton", "dual_newton"]
 
@@ -60,7 +71,8 @@ class DualNewtonState(NamedTuple):
     v: Any  # (d,) X^T (alpha y): the primal point w
     g: Any  # (n,) gradient of f at alpha
     f: Any  # f(alpha) = -D(alpha)
-    scale: Any  # s: the primal point is s v (``_scale``)
+    scale: Any  # s: the primal point is (s v, b) (``_primal``)
+    b: Any  # the intercept: with a free one the b that minimises P(s v, b), else 0
     obj: Any  # P(s v)
     crit: Any  # relative duality gap (P(s v) - D(alpha)) / |P(s v)|
     step: Any  # the last search step t
@@ -68,6 +80,7 @@ class DualNewtonState(NamedTuple):
     cg: Any  # CG steps so far (diagnostic)
     best: Any  # (best f, best gap) for the safeguard
     since: Any
+    warm: Any  # dual CD passes of the warm start (0 without one)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +95,10 @@ class DualNewton(Method):
                 opposite labels: news20-bin has two such pairs) no longer sends CG off to infinity
     obj_tol, patience   the safeguard: STALLED when neither f improved by obj_tol (1e-12, relative)
                         nor the gap by 1% in ``patience`` (20) steps
+    warm        "dual_cd": a cold start first runs ``warm_passes`` (300) passes of dual CD (pass rule
+                ``warm_eps``, LIBLINEAR's -e 0.1) and starts from their alpha; with a free intercept the
+                passes solve LIBLINEAR's bias-feature problem, and their alpha is projected onto
+                y^T alpha = 0 (static; None: from the start given, else 0)
     """
 
     tol: float = 1e-3
@@ -90,12 +107,19 @@ class DualNewton(Method):
     damping: float = 1e-6
     obj_tol: float = 1e-12
     patience: int = 20
+    warm_passes: int = 300
+    warm_eps: float = 0.1
+    warm: Any = static(None)
 
     name = "dual_newton"
     polish_steps = (0, 0)  # alpha is the dual iterate itself: nothing for the driver's polish to add
 
     def validate(self, pb: Problem) -> None:
-        require_box_dual(self.name, pb)
+        require_box_dual(self.name, pb.replace(fit_intercept=False))  # a free intercept: y^T alpha = 0 kept
+        if self.warm not in (None, "dual_cd"):
+            raise ValueError(f"dual_newton warm must be None or 'dual_cd', got {self.warm!r}")
+        if self.warm == "dual_cd":
+            validate_warm(self, pb)
         require(pb.loss.dual.linear is None and pb.loss.dual.l1 is None,
                 f"dual_newton solves the classification duals (a smooth box-plus-diagonal dual); {pb.loss!r} has "
                 "the regression dual's |alpha| term: use method=dual_cd, newton or alm")
@@ -123,13 +147,22 @@ class DualNewton(Method):
         natural = -pb.cs * pb.loss.derivative(pb.y * (pb.op.matvec(start.w) + start.b))
         alpha = start_or(start, PRIMAL, natural, zero)
         alpha = start_or(start, DUAL, start.alpha, alpha)
+        passes = jnp.asarray(0, jnp.int32)
+        if self.warm == "dual_cd":
+            cold = start.level == 0
+            _, a_warm, passes = warm_passes(pb, start, jnp.where(cold, jnp.asarray(self.warm_passes, jnp.int32), 0),
+                                            self.warm_eps)
+            alpha = jnp.where(cold, a_warm, alpha)
         alpha = jnp.where(pb.cs > 0, jnp.clip(alpha, lo, hi), 0.0).astype(dt)
+        if pb.fit_intercept:  # onto y^T alpha = 0: the nearest point, its rounding removed by scaling a class
+            alpha = project_dual(pb, alpha)
+            alpha = _balance(alpha, pb.y)
         v = pb.op.rmatvec(alpha * pb.y)
-        g, f, sc, obj, crit = _measure(pb, coef, alpha, v)
+        g, f, sc, b, obj, crit = _measure(pb, coef, alpha, v)
         inf = jnp.asarray(jnp.inf, dt)
-        return DualNewtonState(alpha=alpha, v=v, g=g, f=f, scale=sc, obj=obj, crit=crit, step=jnp.ones((), dt),
+        return DualNewtonState(alpha=alpha, v=v, g=g, f=f, scale=sc, b=b, obj=obj, crit=crit, step=jnp.ones((), dt),
                                free=jnp.asarray(0, jnp.int32), cg=jnp.asarray(0, jnp.int32),
-                               best=jnp.stack([inf, inf]), since=jnp.asarray(0, jnp.int32))
+                               best=jnp.stack([inf, inf]), since=jnp.asarray(0, jnp.int32), warm=passes)
 
     def step(self, pb: Problem, st: DualNewtonState) -> DualNewtonState:
         dt = pb.dtype
@@ -137,7 +170,26 @@ class DualNewton(Method):
         D, lo, hi, invq = coef[:, 0], coef[:, 1], coef[:, 2], coef[:, 3]
         live = pb.cs > 0
         g, alpha = st.g, st.alpha
-        free = live & ~((alpha <= lo) & (g > 0)) & ~((alpha >= hi) & (g < 0))
+        fit_b = pb.fit_intercept
+        if fit_b:  # the Lagrangian's gradient g + b y, b the multiplier of y^T alpha = 0 estimated on the rows
+            # strictly inside the box (where g_i + b y_i = 0 at the optimum), else the primal point's b
+            inside = live & (alpha > lo) & (alpha < hi)
+            count = jnp.sum(inside)
+            bm = jnp.where(count > 0, -jnp.sum(jnp.where(inside, pb.y * g, 0.0)) / jnp.maximum(count, 1), st.b)
+            g = g + bm * pb.y
+        out_lo, out_hi = (alpha <= lo) & (g > 0), (alpha >= hi) & (g < 0)
+        if fit_b:  # eps-active rows (Bertsekas' two-metric projection): within eps of a bound that their
+            # gradient points to, they take a diagonally scaled gradient step, outside the Newton system
+            # (the projection onto y^T alpha = 0 lifts rows off 0: as free rows, news20's Newton steps pushed
+            # thousands of them far below 0 and every search failed)
+            eps = EPS_ACTIVE[jnp.dtype(dt).name] * (1.0 + jnp.max(jnp.where(live, jnp.abs(alpha), 0.0)))
+            out_lo, out_hi = (alpha <= lo + eps) & (g > 0), (alpha >= hi - eps) & (g < 0)
+        near = live & (out_lo | out_hi) & ~((alpha <= lo) | (alpha >= hi))  # eps-active, not at the bound
+        free = live & ~out_lo & ~out_hi
+        if fit_b:  # the multiplier again, now on the free rows: there sum_F y_i (g_i + b y_i) = 0, so the
+            # shift along y that puts the clipped arc back on y^T alpha = 0 does not change f to first order
+            # (with the first estimate it turned news20's descent directions into ascent)
+            g = g + (-jnp.sum(jnp.where(free, pb.y * g, 0.0)) / jnp.maximum(jnp.sum(free), 1)) * pb.y
         # Jacobi: 1/Qbar_ii (rows with x_i = 0 and D_ii = 0 get 1, not 1/tiny)
         pre = jnp.where(invq * jnp.finfo(dt).tiny >= 0.5, 1.0, invq)
 
@@ -145,7 +197,7 @@ class DualNewton(Method):
             """(alpha, v, t, cg steps) of one step, computed over op's rows (row i of op is row
             perm[i] of X: the free rows first where op is restricted to them; perm None: X's rows)."""
             take = (lambda x: x) if perm is None else (lambda x: x[perm])  # noqa: E731
-            y, Fm = take(pb.y), take(free).astype(dt)
+            y, Fm, Nm, gp = take(pb.y), take(free).astype(dt), take(near), take(pre * g)
             a0, g0, Dp, M, lop, hip = take(alpha), take(g) * Fm, take(D), take(pre) * Fm, take(lo), take(hi)
 
             # Levenberg damping lam Qbar_ii, lam = damping min(1, ||g_F||): bounds the step along
@@ -158,18 +210,21 @@ class DualNewton(Method):
                 p = p * Fm
                 return Fm * (y * op.matvec(op.rmatvec(y * p)) + Dl * p)
 
-            d, k = _pcg(hess, g0, M, self.cg_eta, self.cg_iters)
-            vn = st.v
+            # with a free intercept CG keeps y_F^T d = 0 (its preconditioned residuals projected)
+            d, k = _pcg(hess, g0, M, self.cg_eta, self.cg_iters, y * Fm if fit_b else None)
+            vn, gn = st.v, (g0 + take(g) * Nm if fit_b else g0)
 
             def trial(t):
                 # f's change from the small quantities (delta, X^T (y delta)), not as a difference of
                 # two values of f: in float32 that difference is lost in f's rounding near the optimum
                 a = jnp.where(Fm > 0, jnp.clip(a0 + t * d, lop, hip), a0)
+                if fit_b:  # the eps-active rows' gradient step, then the free rows shifted back onto y^T alpha = 0
+                    a = _shift(jnp.where(Nm, jnp.clip(a0 - t * gp, lop, hip), a), a0, y, lop, hip, Fm)
                 delta = a - a0
                 dv = op.rmatvec(y * delta)
                 df = (jnp.vdot(vn, dv) + 0.5 * jnp.vdot(dv, dv) + jnp.sum(Dp * delta * (a0 + 0.5 * delta))
                       - jnp.sum(delta))
-                return a, vn + dv, df, jnp.vdot(g0, delta)
+                return a, vn + dv, df, jnp.vdot(gn, delta)
 
             def cond(c):
                 t, _, _, df, dec, j = c
@@ -189,16 +244,20 @@ class DualNewton(Method):
             return a, vt, jnp.where(ok, t, 0.0), k
 
         if pb.op.walks_rows():  # the kernel walks only the free rows (gathered once per step)
-            op, _, perm = pb.op.rows_first(free, D, with_perm=True)
+            op, _, perm = pb.op.rows_first(free | near, D, with_perm=True)
             alpha, v, t, k = newton_step(op, perm)
         else:
             alpha, v, t, k = newton_step(pb.op, None)
-        g, f, sc, obj, crit = _measure(pb, coef, alpha, v)
+        if fit_b:  # y^T alpha = 0 exactly (the shift's bisection leaves rounding), v afresh for it
+            alpha = _balance(alpha, pb.y)
+            v = pb.op.rmatvec(alpha * pb.y)
+        g, f, sc, b, obj, crit = _measure(pb, coef, alpha, v)
         best_f, since_f = stall_update(st.best[0], st.since, f, self.obj_tol)
         best_gap, since_gap = stall_update(st.best[1], st.since, crit, 0.01)
-        return DualNewtonState(alpha=alpha, v=v, g=g, f=f, scale=sc, obj=obj, crit=crit, step=t,
+        return DualNewtonState(alpha=alpha, v=v, g=g, f=f, scale=sc, b=b, obj=obj, crit=crit, step=t,
                                free=jnp.sum(free, dtype=jnp.int32), cg=st.cg + k,
-                               best=jnp.stack([best_f, best_gap]), since=jnp.minimum(since_f, since_gap))
+                               best=jnp.stack([best_f, best_gap]), since=jnp.minimum(since_f, since_gap),
+                               warm=st.warm)
 
     def advice(self, status):
         if status in (Status.MAX_ITER, Status.STALLED):
@@ -227,8 +286,9 @@ class DualNewton(Method):
                          jnp.where(st.since >= self.patience, Status.STALLED, -1))
 
     def finalize(self, pb, st: DualNewtonState) -> Iterate:
-        return Iterate(st.scale * st.v, jnp.zeros((), st.v.dtype), st.alpha,
-                       {"criterion": st.crit, "cg_steps": st.cg, "step": st.step, "free": st.free, "scale": st.scale})
+        return Iterate(st.scale * st.v, st.b, st.alpha,
+                       {"criterion": st.crit, "cg_steps": st.cg, "step": st.step, "free": st.free, "scale": st.scale,
+                        "warm_passes": st.warm})
 
 
 def _f(v, alpha, D):
@@ -237,32 +297,85 @@ def _f(v, alpha, D):
 
 
 def _measure(pb: Problem, coef, alpha, v):
-    """(g, f, s, P(s v), relative gap) at the dual point alpha with v = X^T (alpha y); s v is the
-    primal point (``_scale``)."""
+    """(g, f, s, b, P(s v, b), relative gap) at the dual point alpha with v = X^T (alpha y); (s v, b)
+    is the primal point (``_primal``)."""
     fx = pb.op.matvec(v)
     D = coef[:, 0]
     g = jnp.where(pb.cs > 0, pb.y * fx - 1.0 + D * alpha, 0.0)
     f = _f(v, alpha, D)
-    s, obj = _scale(pb, v, fx)
+    s, b, obj = _primal(pb, v, fx)
     crit = relative_gap(obj, -f)
-    return g, f, s, obj, jnp.where(jnp.isfinite(crit), crit, jnp.inf)
+    return g, f, s, b, obj, jnp.where(jnp.isfinite(crit), crit, jnp.inf)
+
+
+EPS_ACTIVE = {"float32": 3e-4, "float64": 1e-8, "float16": 3e-2, "bfloat16": 1e-1}
+"""eps of the eps-active rows, relative to 1 + max |alpha|: about sqrt(u) of the dtype."""
+INTERCEPT_STEPS = 60  # golden-section steps for b: the bracket [-B, B] shrinks to 2 B 0.618^60 = 6e-13 B
+
+
+def _primal(pb: Problem, v, fx):
+    """(s, b, P(s v, b)): without a free intercept ``_scale``'s s and b = 0. With one, first the b
+    that minimises P(v, b) (convex in b; within [-B, B], B = 1 + max |x_i.v| over the rows that
+    count: past B every row of one class has margin >= 1 and P only grows), then s at that b."""
+    if not pb.fit_intercept:
+        s, obj = _scale(pb, v, fx)
+        return s, jnp.zeros((), v.dtype), obj
+    cs = pb.cs
+    big = 1.0 + jnp.max(jnp.where(cs > 0, jnp.abs(fx), 0.0))
+    b, _ = golden_min(lambda b: jnp.sum(cs * pb.loss.value(pb.y * (fx + b))), -big, big, INTERCEPT_STEPS)
+    s, obj = _scale(pb, v, fx, b)
+    return s, b, obj
+
+
+def _balance(alpha, y):
+    """alpha with y^T alpha = 0: the class with the larger sum scaled down to the other's (inside a
+    box [0, U]; ``project_dual``'s shift would lift every row at 0 of one class by the shift, ~1e-14
+    after a bisection, and leave them free rows of the next step)."""
+    tiny = jnp.finfo(alpha.dtype).tiny
+    sp_, sn_ = jnp.sum(jnp.where(y > 0, alpha, 0.0)), jnp.sum(jnp.where(y < 0, alpha, 0.0))
+    fp = jnp.where(sp_ > sn_, sn_ / jnp.maximum(sp_, tiny), 1.0)
+    fn = jnp.where(sn_ > sp_, sp_ / jnp.maximum(sn_, tiny), 1.0)
+    return alpha * jnp.where(y > 0, fp, fn)
+
+
+def _shift(a, a0, y, lo, hi, F):
+    """a with its rows in F (a 0/1 mask) moved to clip(a_i - tau y_i, lo_i, hi_i), tau by bisection
+    such that y^T a = y^T a0 (a0 keeps y^T alpha = 0; the rows outside F stay as they are in a).
+    y^T clip(a - tau y) does not increase with tau and +-T brackets its root (T past every |a_i| and
+    finite bound)."""
+    target = jnp.vdot(y, a0) - jnp.vdot(y * (1 - F), a)
+    finite = lambda z: jnp.where(jnp.isfinite(z), jnp.abs(z), 0.0)  # noqa: E731
+    T = jnp.max(F * (jnp.abs(a) + finite(lo) + finite(hi))) + 1.0
+
+    def at(tau):
+        return jnp.where(F > 0, jnp.clip(a - tau * y, lo, hi), a)
+
+    def bisect(_, br):
+        lo_, hi_ = br
+        mid = 0.5 * (lo_ + hi_)
+        pos = jnp.vdot(y * F, at(mid)) > target
+        return jnp.where(pos, mid, lo_), jnp.where(pos, hi_, mid)
+
+    lo_, hi_ = lax.fori_loop(0, PROJECTION_STEPS, bisect, (-T, T))
+    return at(0.5 * (lo_ + hi_))
 
 
 SCALE_STEPS = 40  # golden-section steps: the bracket [1/2, 2] shrinks to 1.5 * 0.618^40 = 6e-9
 
 
-def _scale(pb: Problem, v, fx):
+def _scale(pb: Problem, v, fx, b=0.0):
     """(s, P(s v)): the primal point along v with the smallest objective, s in [1/2, 2] (1 where
     no other is better; P(s v) = s^2 R(v) + sum C s_i l(s m_i) is convex in s, one O(n) pass per
     step). Why: near a hard margin (large C, separable rows) the support vectors' margins of
     v = X^T (alpha y) sit at 1 +- rounding, and C times their hinge terms is P's error, while
     s = 1 + 1e-6 lifts them all past the kink at a cost of 1e-6 R(v)."""
     m = pb.y * fx
+    mb = pb.y * b
     r = pb.reg.value(v)
     cs = pb.cs
 
     def phi(s):
-        return s * s * r + jnp.sum(cs * pb.loss.value(s * m))
+        return s * s * r + jnp.sum(cs * pb.loss.value(s * m + mb))
 
     s, ps = golden_min(phi, jnp.asarray(0.5, v.dtype), jnp.asarray(2.0, v.dtype), SCALE_STEPS)
     p1 = phi(jnp.ones((), v.dtype))
@@ -270,19 +383,31 @@ def _scale(pb: Problem, v, fx):
     return jnp.where(better, s, 1.0), jnp.where(better, ps, p1)
 
 
-def _pcg(hess, g, M, eta, iters):
+def _pcg(hess, g, M, eta, iters, keep=None):
     """(d, steps): preconditioned CG on H d = -g (M: the inverse diagonal, 0 off the free set) to
     ||r|| <= eta min(1, ||g||) ||g||. A direction of no positive curvature ends it; on the first
-    step the scaled gradient -M g is returned."""
-    gn = jnp.sqrt(jnp.vdot(g, g))
-    target = eta * jnp.minimum(1.0, gn) * gn
+    step the scaled gradient -M g is returned. ``keep`` (a vector y): CG on the subspace y^T d = 0
+    -- each preconditioned residual projected onto it in M's metric, z = M r - M y (y^T M r) /
+    (y^T M y), so every direction and d stay there -- and the residual measured as
+    sqrt(r^T z), the size of its part that the subspace sees."""
+    if keep is None:
+        pre = lambda r: M * r  # noqa: E731
+        size = lambda r, z: jnp.sqrt(jnp.vdot(r, r))  # noqa: E731
+    else:
+        My = M * keep
+        yMy = jnp.vdot(keep, My)
+        yMy = jnp.where(yMy > 0, yMy, 1.0)
+        pre = lambda r: M * r - My * (jnp.vdot(keep, M * r) / yMy)  # noqa: E731
+        size = lambda r, z: jnp.sqrt(jnp.maximum(jnp.vdot(r, z), 0.0))  # noqa: E731
     r = -g
-    z = M * r
+    z = pre(r)
+    gn = size(g, -z)
+    target = eta * jnp.minimum(1.0, gn) * gn
     zero = jnp.zeros_like(g)
 
     def cond(c):
-        _, r, _, _, k, done = c
-        return (k < iters) & ~done & (jnp.sqrt(jnp.vdot(r, r)) > target)
+        _, r, z, _, k, done = c
+        return (k < iters) & ~done & (size(r, z) > target)
 
     def body(c):
         d, r, z, p, k, _ = c
@@ -294,7 +419,7 @@ def _pcg(hess, g, M, eta, iters):
         d = jnp.where(bad & (k == 0), z, d + a * p)
         r = r - a * hp
         bad = bad | ~jnp.all(jnp.isfinite(d))
-        zn = M * r
+        zn = pre(r)
         beta = jnp.vdot(r, zn) / jnp.where(rz != 0, rz, 1.0)
         return d, r, zn, zn + beta * p, k + 1, bad
 

@@ -66,12 +66,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..losses import MissingCapability
-from ..operators import with_bias
 from ..problem import Problem, dual_box, dual_objective, primal_objective, project_dual
 from ..result import Status
 from .base import PRIMAL, RESUME, Iterate, Method, Start, box_dual, box_table, check_positive, finite_gap, probe, \
     require, second, start_or, stall_update, static
+from .warm import validate_warm, warm_passes
 
 __all__ = ["Newton", "newton"]
 
@@ -162,17 +161,7 @@ class Newton(Method):
         if self.warm not in (None, "dual_cd"):
             raise ValueError(f"newton warm must be None or 'dual_cd', got {self.warm!r}")
         if self.warm == "dual_cd":
-            from .dual_cd import dual_cd
-            warm = _warm_problem(pb)
-            try:  # dual CD's own checks name what the warm start needs (l2, a box dual)
-                dual_cd.validate(warm)
-                require(not pb.fit_intercept or dual_cd.native(warm),
-                        "with a free intercept the passes run on the bias-feature problem, in the compiled pass "
-                        "only (svmopt._dcd_ffi on the CPU)")
-            except (MissingCapability, ValueError) as exc:
-                raise type(exc)(f"newton(warm='dual_cd'): {exc}") from None
-            check_positive(self, "warm_eps")
-            check_positive(self, "warm_passes", integer=True, allow_zero=True)
+            validate_warm(self, pb)
         check_positive(self, "cg_iters", "patience", integer=True)
         check_positive(self, "fit_steps", "dual_passes", integer=True, allow_zero=True)
         check_positive(self, "fit_within")
@@ -229,33 +218,14 @@ class Newton(Method):
         return gw, gb, obj, crit, dual, alpha
 
     def _dual_cd_start(self, pb: Problem, start: Start, w, b):
-        """(w, b, passes): dual CD from alpha = 0 for at most ``warm_passes`` passes (stopping early on
-        its pass rule M - m < ``warm_eps`` over all coordinates), w = X^T (alpha y). With a free
-        intercept the passes solve LIBLINEAR's bias-feature problem (a constant column of 1, added by
-        the compiled pass as it reads a row, ``operators.with_bias``) and b is that column's weight:
-        the free intercept's optimum is near it, and the Newton steps take it the rest of the way. On
-        a cold start only: a given start (or a resume) keeps its (w, b) and runs no pass."""
-        from .dual_cd import DualCD
-
-        dcd = DualCD(eps=self.warm_eps)
-        warm = _warm_problem(pb)
+        """(w, b, passes): ``warm_passes``' point on a cold start (b: the bias column's weight with a
+        free intercept, whose optimum is near it; the Newton steps take it the rest of the way). A
+        given start (or a resume) keeps its (w, b) and runs no pass."""
         cold = start.level == 0
-        limit = jnp.where(cold, jnp.asarray(self.warm_passes, jnp.int32), 0)
-        zero = jnp.zeros((warm.d,), pb.dtype)
-        st = dcd.init(warm, start._replace(w=zero, level=jnp.zeros_like(start.level), aux=dcd.aux_template(warm)))
-
-        def cond(c):
-            k, st = c
-            return (k < limit) & ~st.done
-
-        def body(c):
-            k, st = c
-            return k + 1, dcd.step(warm, st)
-
-        k, st = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), st))
+        vw, _, k = warm_passes(pb, start, jnp.where(cold, jnp.asarray(self.warm_passes, jnp.int32), 0), self.warm_eps)
         if pb.fit_intercept:
-            return jnp.where(cold, st.w[:-1], w), jnp.where(cold, st.w[-1], b), k
-        return jnp.where(cold, st.w, w), b, k
+            return jnp.where(cold, vw[:-1], w), jnp.where(cold, vw[-1], b), k
+        return jnp.where(cold, vw, w), b, k
 
     def step(self, pb: Problem, st: NewtonState) -> NewtonState:
         dt = pb.dtype
@@ -378,12 +348,6 @@ def _better(pb: Problem, obj, crit, dual, alpha, candidate):
     gap = finite_gap(obj, d)
     better = gap < crit
     return jnp.where(better, gap, crit), jnp.where(better, d, dual), jnp.where(better, candidate, alpha)
-
-
-def _warm_problem(pb: Problem) -> Problem:
-    """The problem the warm-start passes solve: ``pb`` itself, or with a free intercept LIBLINEAR's
-    bias-feature version of it (a constant column of 1, not stored)."""
-    return pb.replace(op=with_bias(pb.op, 1.0), fit_intercept=False) if pb.fit_intercept else pb
 
 
 def _dual_pass_applies(pb: Problem) -> bool:
