@@ -6,10 +6,10 @@
 For every generated problem of ``bench.suite`` (``--size small``) with more features than rows, the
 squared hinge at the problem's C with svmopt's default free intercept (``fit_intercept=True``, no
 bias feature), float32, tol 1e-3: per method a first call (compile) and a timed call (wall clock).
-Methods: ``auto`` (the default: on this shape ``newton(warm="dual_cd", warm_passes=300)``, handed
-over to alm after ``NEWTON_STEPS``), ``alm`` (``alm(precondition=True, adapt_mu=True)``, auto's
-hand-over target) and ``newton-warm`` (auto's first method alone, capped at 50 steps, with the
-step at which its gap first met tol). Each result's objective is recomputed in numpy (float64)
+Methods: ``auto`` (the default: on this shape ``dual_newton(warm="dual_cd")`` since 2026-11-29,
+handed over to alm after ``FREE_DUAL_NEWTON_CHECK`` steps; ``newton(warm="dual_cd",
+warm_passes=300)`` before), ``alm`` (``alm(precondition=True, adapt_mu=True)``, auto's hand-over
+target) and ``newton-warm`` (the earlier rule's first method alone, capped at 50 steps). Each result's objective is recomputed in numpy (float64)
 from its (w, b); ``--reference`` adds a float64 alm solve certified to 1e-7 and the relative error
 against it. No LIBLINEAR column: LIBLINEAR has no free intercept (its -B 1 regularizes b).
 """
