@@ -90,6 +90,9 @@ def test_wide_squared_hinge_runs_dual_cd_and_dual_newton_from_its_passes_with_a_
     for loss in (hinge, smoothed_hinge(0.5)):
         pb, _, _ = prepare(X, y, loss=loss, reg=l2, intercept_scaling=1.0)
         assert auto.choose(pb)[0].name == "dual_cd"
+    pb, _, _ = prepare(X, y, loss=least_squares, reg=l2)  # a dual unbounded below: dual_newton cannot keep y^T alpha = 0
+    method = auto.choose(pb)[0]
+    assert method.name == "newton" and method.warm == "dual_cd"
 
 
 def test_default_solve_is_auto_and_matches_liblinear():

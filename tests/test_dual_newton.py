@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import jax.numpy as jnp
 
 import svmopt
-from svmopt.losses import MissingCapability, hinge, squared_hinge
+from svmopt.losses import MissingCapability, hinge, least_squares, squared_hinge
 from svmopt.regularizers import l1
 from svmopt.result import Status
 from svmopt.solvers import dual_cd, dual_newton
@@ -173,6 +173,8 @@ def test_what_it_refuses_and_warns_about():
     X, y = wide()
     with pytest.raises(ValueError, match="warm must be None or 'dual_cd'"):
         svmopt.solve(X, y, method=dual_newton(warm="alm"))
+    with pytest.raises(MissingCapability, match="free intercept where the dual is bounded below by 0"):
+        svmopt.solve(X, y, method=dual_newton, loss=least_squares)
     with pytest.raises(MissingCapability, match="l2-regularized"):
         svmopt.solve(X, y, method=dual_newton, reg=l1, intercept_scaling=1.0)
     with pytest.raises(ValueError, match="damping"):

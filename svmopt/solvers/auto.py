@@ -19,6 +19,8 @@ kernel is built, X unsharded):
   squared hinge, l2, free intercept, wide, CPU        dual_newton(              dual CD passes on the bias-feature
                                                         warm="dual_cd")           problem, then projected Newton on
                                                                                   the dual keeping y^T alpha = 0
+                                                      (least squares, a dual      (newton(warm="dual_cd") there)
+                                                        unbounded below)
   bounded box dual (hinge), l2, no free intercept,    dual_cd                   LIBLINEAR's -s 3, one compiled
     CPU                                                                           call per pass
   any other loss with an l2-type regularizer          alm(precondition=True,    Jacobi-scaled steps, penalty
@@ -157,6 +159,10 @@ class Auto:
                         "twice-differentiable loss with a box dual (squared hinge), l2, a free intercept, more "
                         "features than rows, on the CPU: projected Newton on the dual, keeping y^T alpha = 0, from "
                         "compiled dual CD passes on LIBLINEAR's bias-feature problem"))
+            out.append((newton(warm="dual_cd", warm_passes=300, **tol),
+                        "a box dual without an upper end, l2, a free intercept, more features than rows, on the CPU "
+                        "(a dual unbounded below, which dual_newton cannot keep on y^T alpha = 0): truncated Newton "
+                        "from 300 compiled dual CD passes on LIBLINEAR's bias-feature problem"))
         if bounded_dual(pb) and dual_cd.native(pb):
             out.append((dual_cd(**tol), "a loss with a bounded dual (the hinge), l2, no free intercept, on the CPU: "
                                         "dual coordinate descent, compiled pass"))

@@ -116,6 +116,9 @@ class DualNewton(Method):
 
     def validate(self, pb: Problem) -> None:
         require_box_dual(self.name, pb.replace(fit_intercept=False))  # a free intercept: y^T alpha = 0 kept
+        require(not pb.fit_intercept or pb.loss.box_diagonal()[0] == 0.0,
+                f"dual_newton keeps a free intercept where the dual is bounded below by 0 (hinge, squared hinge, "
+                f"smoothed hinge), not for {pb.loss!r}; use intercept_scaling=1.0, fit_intercept=False or method=newton")
         if self.warm not in (None, "dual_cd"):
             raise ValueError(f"dual_newton warm must be None or 'dual_cd', got {self.warm!r}")
         if self.warm == "dual_cd":
