@@ -189,9 +189,8 @@ class DualNewton(Method):
             out_lo, out_hi = (alpha <= lo + eps) & (g > 0), (alpha >= hi - eps) & (g < 0)
         near = live & (out_lo | out_hi) & ~((alpha <= lo) | (alpha >= hi))  # eps-active, not at the bound
         free = live & ~out_lo & ~out_hi
-        if fit_b:  # the multiplier again, now on the free rows: there sum_F y_i (g_i + b y_i) = 0, so the
-            # shift along y that puts the clipped arc back on y^T alpha = 0 does not change f to first order
-            # (with the first estimate it turned news20's descent directions into ascent)
+        if fit_b:  # the multiplier again, now on the free rows (sum_F y_i (g_i + b y_i) = 0): the eps-active
+            # rows' gradient step uses it (on F it does not matter: CG's d and the arc keep y^T alpha)
             g = g + (-jnp.sum(jnp.where(free, pb.y * g, 0.0)) / jnp.maximum(jnp.sum(free), 1)) * pb.y
         # Jacobi: 1/Qbar_ii (rows with x_i = 0 and D_ii = 0 get 1, not 1/tiny)
         pre = jnp.where(invq * jnp.finfo(dt).tiny >= 0.5, 1.0, invq)
