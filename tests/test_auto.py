@@ -68,6 +68,7 @@ def test_wide_squared_hinge_runs_dual_cd_and_dual_newton_from_its_passes_with_a_
     Newton for the free intercept). The hinge and the smoothed hinge (bounded box) run dual CD there too."""
     from liblinear import liblinearutil as ll
     from svmopt import _dcd
+    from svmopt.solvers.auto import FREE_HINGE_STEPS
 
     if not (_dcd.available() and jax.default_backend() == "cpu"):
         pytest.skip("the compiled dual CD pass is not built here")
@@ -90,6 +91,12 @@ def test_wide_squared_hinge_runs_dual_cd_and_dual_newton_from_its_passes_with_a_
     for loss in (hinge, smoothed_hinge(0.5)):
         pb, _, _ = prepare(X, y, loss=loss, reg=l2, intercept_scaling=1.0)
         assert auto.choose(pb)[0].name == "dual_cd"
+        pb, _, _ = prepare(X, y, loss=loss, reg=l2)  # a free intercept: dual_newton, then alm, then pdhg
+        method = auto.choose(pb)[0]
+        assert method.name == "dual_newton" and method.warm == "dual_cd"
+        ho = auto.handover(pb, method)  # its gap not looked at before FREE_HINGE_STEPS
+        assert ho.method.name == "alm" and ho.then.method.name == "pdhg"
+        assert ho.check == ho.cap == FREE_HINGE_STEPS and ho.go_on == 0.0
     pb, _, _ = prepare(X, y, loss=least_squares, reg=l2)  # a dual unbounded below: dual_newton cannot keep y^T alpha = 0
     method = auto.choose(pb)[0]
     assert method.name == "newton" and method.warm == "dual_cd"
@@ -478,6 +485,31 @@ def test_dual_newton_that_crawls_on_nearly_square_data_hands_back_to_dual_cd():
     assert [s["method"] for s in stages] == ["dual_cd", "dual_newton", "dual_cd"]
     assert [s["iterations"] for s in stages[:2]] == [WIDE_PASSES, DUAL_NEWTON_STEPS]
     assert case.numpy_gap(r) <= r.tol
+
+
+def test_wide_free_intercept_hinge_runs_dual_newton():
+    """bench.suite seed 0's g04 (1,034 x 9,878 sparse, raw column scales, hinge, C = 67.2, free intercept):
+    auto ran Jacobi-scaled alm, then pdhg, and ended STALLED at a gap of 1 after 45-68 s; now dual_newton
+    from dual CD's passes on the bias-feature problem: CONVERGED in float32, and numpy's float64 gap from
+    (w, b) and alpha (tests/references.py: alpha's box and y^T alpha = 0 checked) is within tol."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import suite
+    from svmopt.solvers.auto import DUAL_NEWTON_STEPS
+
+    spec = next(s for s in suite.problems(0, "small") if s.name.startswith("g04"))
+    X, y = suite.make(spec)[:2]
+    y = np.where(y == y.max(), 1.0, -1.0)
+    r = svmopt.solve(X, y, loss=hinge, C=spec.C, dtype=jnp.float32)
+    assert r.status == Status.CONVERGED and r.method == "dual_newton" and r.iterations <= DUAL_NEWTON_STEPS
+    alpha = np.asarray(r.extras["alpha"], float)[: X.shape[0]]
+    pos, neg = alpha[y > 0].sum(), alpha[y < 0].sum()  # float32's rounding of y^T alpha, evened as the method does
+    alpha = alpha * np.where(y > 0, min(1.0, neg / pos), min(1.0, pos / neg))
+    P = objective(X, y, np.asarray(r.w, float), float(r.b), spec.C, 1)
+    D = references.dual_certificate(X, y, alpha, spec.C, 1)
+    assert D <= P * (1 + 1e-12) and P - D <= r.tol * P
 
 
 def test_wide_free_intercept_dual_newton_hands_over_to_alm_where_it_crawls():
