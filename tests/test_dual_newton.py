@@ -193,6 +193,32 @@ def test_free_intercept_certifies_small_alphas_in_float32():
     assert D <= P * (1 + 1e-12) and P - D <= r.tol * P
 
 
+def test_free_intercept_falls_back_to_the_gradient_where_the_newton_arc_does_not_descend():
+    """news20 as bench.ovr splits it (unit rows, 12,748 x 62,061), class 15 against the rest, hinge, C = 1,
+    free intercept, float32: after 8 steps the Newton arc (clipped, its eps-active rows on a gradient step,
+    shifted back onto y^T alpha = 0) was no descent direction, and the run ended STALLED at a gap of 1.1e-2
+    (float64 alike). The step then searches along the scaled gradient projected onto y_F^T d = 0:
+    CONVERGED, and numpy's float64 gap from (w, b) and alpha is within tol."""
+    import sys
+    from pathlib import Path
+
+    from conftest import DATA
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.ovr import load as ovr_load
+
+    X, y = ovr_load("news20", str(DATA))[:2]
+    y = np.where(y == 15, 1.0, -1.0)
+    r = svmopt.solve(X, y, loss=hinge, method=dual_newton(warm="dual_cd"), dtype=jnp.float32)
+    assert r.status == Status.CONVERGED
+    alpha = np.asarray(r.extras["alpha"], float)[: X.shape[0]]
+    pos, neg = alpha[y > 0].sum(), alpha[y < 0].sum()  # float32's rounding of y^T alpha, evened as the method does
+    alpha = alpha * np.where(y > 0, min(1.0, neg / pos), min(1.0, pos / neg))
+    P = objective(X, y, np.asarray(r.w, float), float(r.b), 1.0, 1)
+    D = references.dual_certificate(X, y, alpha, 1.0, 1)
+    assert D <= P * (1 + 1e-12) and P - D <= r.tol * P
+
+
 def test_what_it_refuses_and_warns_about():
     X, y = wide()
     with pytest.raises(ValueError, match="warm must be None or 'dual_cd'"):

@@ -25,10 +25,11 @@ gradient is the Lagrangian's, g + b y, with b estimated on the free rows; rows w
 their gradient points to (eps-active, Bertsekas' two-metric projection) take a diagonally scaled
 gradient step instead of joining F; CG runs on the subspace y_F^T d = 0 (its preconditioned residuals
 projected in M's metric); the clipped arc is shifted back onto y^T alpha = 0 along y on F (bisection),
-and the class sums are evened by scaling (a shift would lift every row at 0 of a class off it). The
-primal point is (s v, b) with b minimising P(v, b) (golden section), then s. ``warm="dual_cd"`` starts
-from dual CD's passes on LIBLINEAR's bias-feature problem (auto's choice for the wide squared hinge
-with a free intercept).
+and the class sums are evened by scaling (a shift would lift every row at 0 of a class off it). Where
+that arc finds no descent, the step searches once more along the scaled gradient projected onto
+y_F^T d = 0. The primal point is (s v, s b) with b minimising P(v, b) (golden section), then s.
+``warm="dual_cd"`` starts from dual CD's passes on LIBLINEAR's bias-feature problem (auto's choice for
+the wide hinge and squared hinge with a free intercept).
 
 Where this wins: with more features than rows X X^T is usually nonsingular, the dual strongly
 convex, and once the bounded rows are found (a few dozen steps) the free set stops changing and
@@ -45,7 +46,8 @@ gathered once per step, ``_csr.keep_rows``) where they hold at most half of the 
 matvecs only, so it runs on accelerators.
 
 Stopping: the relative duality gap (P(v) - D(alpha))/|P(v)| <= tol (every method's rule, D = -f);
-STALLED when a step's search fails (the point stays, and the next step would repeat it), or when
+STALLED when a step's search fails (the point stays, and the next step would repeat it; with a free
+intercept, both searches), or when
 neither f (by ``obj_tol``, relative) nor the gap (by 1%) improved in ``patience``
 steps.
 """
@@ -217,30 +219,39 @@ class DualNewton(Method):
             d, k = _pcg(hess, g0, M, self.cg_eta, self.cg_iters, y * Fm if fit_b else None)
             vn, gn = st.v, (g0 + take(g) * Nm if fit_b else g0)
 
-            def trial(t):
-                # f's change from the small quantities (delta, X^T (y delta)), not as a difference of
-                # two values of f: in float32 that difference is lost in f's rounding near the optimum
-                a = jnp.where(Fm > 0, jnp.clip(a0 + t * d, lop, hip), a0)
-                if fit_b:  # the eps-active rows' gradient step, then the free rows shifted back onto y^T alpha = 0
-                    a = _shift(jnp.where(Nm, jnp.clip(a0 - t * gp, lop, hip), a), a0, y, lop, hip, Fm)
-                delta = a - a0
-                dv = op.rmatvec(y * delta)
-                df = (jnp.vdot(vn, dv) + 0.5 * jnp.vdot(dv, dv) + jnp.sum(Dp * delta * (a0 + 0.5 * delta))
-                      - jnp.sum(delta))
-                return a, vn + dv, df, jnp.vdot(gn, delta)
+            def search(d):
+                """(t, alpha, v, ok): Armijo's halvings along the clipped arc of direction d."""
+                def trial(t):
+                    # f's change from the small quantities (delta, X^T (y delta)), not as a difference of
+                    # two values of f: in float32 that difference is lost in f's rounding near the optimum
+                    a = jnp.where(Fm > 0, jnp.clip(a0 + t * d, lop, hip), a0)
+                    if fit_b:  # the eps-active rows' gradient step, then the free rows shifted back onto y^T alpha = 0
+                        a = _shift(jnp.where(Nm, jnp.clip(a0 - t * gp, lop, hip), a), a0, y, lop, hip, Fm)
+                    delta = a - a0
+                    dv = op.rmatvec(y * delta)
+                    df = (jnp.vdot(vn, dv) + 0.5 * jnp.vdot(dv, dv) + jnp.sum(Dp * delta * (a0 + 0.5 * delta))
+                          - jnp.sum(delta))
+                    return a, vn + dv, df, jnp.vdot(gn, delta)
 
-            def cond(c):
-                t, _, _, df, dec, j = c
-                return (df > 1e-4 * dec) & (j < 30)
+                def cond(c):
+                    t, _, _, df, dec, j = c
+                    return (df > 1e-4 * dec) & (j < 30)
 
-            def body(c):
-                t, _, _, _, _, j = c
-                t = 0.5 * t
-                return (t,) + trial(t) + (j + 1,)
+                def body(c):
+                    t, _, _, _, _, j = c
+                    t = 0.5 * t
+                    return (t,) + trial(t) + (j + 1,)
 
-            one = jnp.ones((), dt)
-            t, a, vt, df, dec, _ = lax.while_loop(cond, body, (one,) + trial(one) + (0,))
-            ok = (df <= 1e-4 * dec) & jnp.isfinite(df)
+                one = jnp.ones((), dt)
+                t, a, vt, df, dec, _ = lax.while_loop(cond, body, (one,) + trial(one) + (0,))
+                return t, a, vt, (df <= 1e-4 * dec) & jnp.isfinite(df)
+
+            t, a, vt, ok = search(d)
+            if fit_b:  # where the Newton arc found no descent (the shift and the eps-active rows' step
+                # bend it), the scaled gradient's, projected onto y_F^T d = 0 in M's metric, once more
+                u = y * Fm
+                dg = -M * (g0 - u * jnp.vdot(u, M * g0) / jnp.maximum(jnp.vdot(u, M * u), jnp.finfo(dt).tiny))
+                t, a, vt, ok = lax.cond(ok, lambda: (t, a, vt, ok), lambda: search(dg))
             a = jnp.where(ok, a, a0)
             vt = jnp.where(ok, vt, vn)
             a = a if perm is None else jnp.zeros_like(alpha).at[perm].set(a)
