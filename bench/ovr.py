@@ -6,7 +6,8 @@
 
 Per data set: svmopt's default ``solve_multiclass`` (free intercept, its default) and with
 LIBLINEAR's bias feature (``intercept_scaling=1``, LinearSVC's problem), against
-``LinearSVC(C=1)`` (dual coordinate descent on the bias-feature problem, its default tol). The
+``LinearSVC(C=1)`` (dual coordinate descent on the bias-feature problem, its default tol), squared
+hinge (``--loss hinge``: the hinge, ``LinearSVC(loss="hinge")``). The
 first svmopt call of a shape compiles (reported apart, as "compile"); the times are the median of
 ``--repeats`` further calls, wall clock and this process's CPU time. Accuracy on the data set's
 test file (news20 has none in ../shared/data: a seeded 80/20 split of its rows). Rows of news20 are
@@ -97,21 +98,26 @@ def main(argv=None):
     ap.add_argument("--data", default=os.environ.get("SVMOPT_DATA", os.path.join(os.path.dirname(__file__), "..", "..",
                                                                                  "shared", "data")))
     ap.add_argument("--C", type=float, default=1.0)
+    ap.add_argument("--loss", default="squared_hinge", choices=["squared_hinge", "hinge"],
+                    help="hinge: LinearSVC(loss='hinge'), LIBLINEAR -s 3")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rows", type=int, default=0, help="use the first N training rows (0: all)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
     import svmopt
-    from svmopt.losses import squared_hinge
+    from svmopt.losses import hinge, squared_hinge
     from sklearn.svm import LinearSVC
+
+    loss, ll = (hinge, "-s 3") if args.loss == "hinge" else (squared_hinge, "-s 1")
 
     warnings.simplefilter("ignore")
     lines = [f"# One-vs-rest vs LinearSVC ({datetime.date.today()})", "",
              f"`python -m bench.ovr --datasets {args.datasets} --repeats {args.repeats}"
-             f"{' --rows ' + str(args.rows) if args.rows else ''}`  ",
+             f"{' --rows ' + str(args.rows) if args.rows else ''}"
+             f"{' --loss hinge' if args.loss == 'hinge' else ''}`  ",
              f"machine: {platform.node()}, {os.cpu_count()} cores, load average at start "
-             f"{os.getloadavg()[0]:.1f}; squared hinge, C = {args.C:g}, svmopt float32", "",
+             f"{os.getloadavg()[0]:.1f}; {args.loss.replace('_', ' ')}, C = {args.C:g}, svmopt float32", "",
              "| data | n x d, K | solver | compile (s) | wall (s) | cpu (s) | wall / LinearSVC | test accuracy | "
              "method, iterations |", "|---|---|---|---|---|---|---|---|---|"]
     for name in args.datasets.split(","):
@@ -119,10 +125,10 @@ def main(argv=None):
         if args.rows:
             X, y = X[: args.rows], y[: args.rows]
         shape = f"{X.shape[0]} x {X.shape[1]}, {np.unique(y).size}"
-        ref, wall_ref, cpu_ref = timed(lambda: LinearSVC(C=args.C).fit(X, y), args.repeats)
-        rows = [("LinearSVC (LIBLINEAR -s 1 -B 1)", "-", wall_ref, cpu_ref, ref.score(Xt, yt), "")]
+        ref, wall_ref, cpu_ref = timed(lambda: LinearSVC(C=args.C, loss=args.loss).fit(X, y), args.repeats)
+        rows = [(f"LinearSVC (LIBLINEAR {ll} -B 1)", "-", wall_ref, cpu_ref, ref.score(Xt, yt), "")]
         for label, kw in (("svmopt default (free intercept)", {}), ("svmopt intercept_scaling=1", dict(intercept_scaling=1.0))):
-            fit = lambda: svmopt.solve_multiclass(X, y, loss=squared_hinge, C=args.C, **kw)  # noqa: E731
+            fit = lambda: svmopt.solve_multiclass(X, y, loss=loss, C=args.C, **kw)  # noqa: E731
             t0 = time.perf_counter()
             first = fit()
             compile_s = first.timings.get("compile", 0.0)
