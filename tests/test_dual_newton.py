@@ -149,7 +149,10 @@ def test_runtime_numbers_do_not_recompile_and_a_resume_goes_on():
     assert float(rest.primal_objective) == pytest.approx(float(whole.primal_objective), rel=2e-6)
 
 
-@pytest.mark.parametrize("p, dtype, tol", [(2, F64, 1e-8), (2, jnp.float32, 1e-3), (1, jnp.float32, 1e-3),
+@pytest.mark.parametrize("p, dtype, tol", [(2, F64, 1e-8), (2, jnp.float32, 1e-3),
+                                           # the hinge in float32: fast siblings on other data below
+                                           # (small alphas, the scaled-gradient fallback)
+                                           pytest.param(1, jnp.float32, 1e-3, marks=pytest.mark.slow),
                                            pytest.param(1, F64, 1e-8, marks=pytest.mark.slow)])
 def test_free_intercept_keeps_y_alpha_zero_and_numpy_recomputes_its_gap(p, dtype, tol):
     """With a free intercept (y^T alpha = 0 kept: CG projected onto y_F^T d = 0, the clipped arc shifted
