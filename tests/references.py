@@ -89,6 +89,17 @@ def dual_certificate(X, y, alpha, C, p, fit_intercept=True):
     return alpha.sum() - quad - 0.5 * v @ v
 
 
+def free_intercept_gap(X, y, r, C, p):
+    """(P, D) of a free-intercept result ``r``, both in numpy float64: P from its (w, b), D from its alpha
+    (``dual_certificate``: the box and y^T alpha = 0 checked) after evening the class sums as
+    dual_newton does (float32 leaves y^T alpha at its rounding)."""
+    yy = pm(y)
+    alpha = np.asarray(r.extras["alpha"], float)[: X.shape[0]]
+    pos, neg = alpha[yy > 0].sum(), alpha[yy < 0].sum()
+    alpha = alpha * np.where(yy > 0, min(1.0, neg / pos), min(1.0, pos / neg))
+    return objective(X, yy, np.asarray(r.w, float), float(r.b), C, p), dual_certificate(X, yy, alpha, C, p)
+
+
 def _loss_parts(name, p=None):
     """value, first and second derivative of a smooth loss of the margin (numpy)."""
     if name == "squared_hinge":
