@@ -114,13 +114,27 @@ def _conditioning(pb: Problem):
             X = np.asarray(op.X)
             sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         elif isinstance(op, SparseOperator):
-            data = np.asarray(op.data, np.float64)
-            sq = np.bincount(np.asarray(op.row_ids), weights=data * data, minlength=op.shape[0])[:op.shape[0]]
+            sq = _row_sq_norms(np.asarray(op.data), np.asarray(op.indptr), op.shape[0])
         else:
             return None
         return float(np.max(np.asarray(pb.C, np.float64))) * float(np.max(np.asarray(pb.s, np.float64) * (sq + extra)))
     except (TypeError, ValueError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         return None
+
+
+def _row_sq_norms(data, indptr, n):
+    """||x_i||^2 of a CSR matrix's n rows (squares in the data's dtype, sums in float64): a sum over each
+    row's slice (np.add.reduceat over the rows that hold entries; reduceat gives an empty slice its next
+    entry, so those rows are left out). A weighted np.bincount over the row ids, as before, took 0.1 s at
+    2.1M entries, a third of a small dual CD solve's time."""
+    sq = np.zeros(n, np.float64)
+    ptr = indptr[: n + 1].astype(np.int64)
+    rows = np.flatnonzero(ptr[1:] > ptr[:-1])
+    if rows.size:
+        # squares in the data's dtype, summed in float64: no float64 copy of the entries (page faults
+        # on a fresh array cost more than the sums here)
+        sq[rows] = np.add.reduceat(np.square(data[: ptr[-1]]), ptr[rows], dtype=np.float64)
+    return sq
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,12 +272,18 @@ class DualCD(Method):
             rows = passes.row_table(pb, self.width)
             table = jnp.concatenate([rows.pop("vals"), coef], axis=1)
         inf = jnp.asarray(jnp.inf, dt)
-        # a warm start: the dual alpha (clipped into the box) or, from a primal w, -C s l'(margin)
-        f = pb.op.matvec(start.w)
-        from_w = project_dual(pb.replace(fit_intercept=False), -cs * pb.loss.derivative(pb.y * f))
-        alpha = start_or(start, DUAL, start.alpha, start_or(start, PRIMAL, from_w, jnp.zeros((n,), dt)))
+        # a warm start: the dual alpha (clipped into the box) or, from a primal w, -C s l'(margin). The
+        # products run only where a start needs them (a cold start skips both: two passes over X)
+        zeros = jnp.zeros((n,), dt)
+
+        def from_w(_):
+            f = pb.op.matvec(start.w)
+            return project_dual(pb.replace(fit_intercept=False), -cs * pb.loss.derivative(pb.y * f))
+
+        primal_only = ((start.level & PRIMAL) != 0) & ((start.level & DUAL) == 0)
+        alpha = start_or(start, DUAL, start.alpha, lax.cond(primal_only, from_w, lambda _: zeros, None))
         alpha = jnp.where(live, jnp.clip(alpha, lo, hi), 0.0)
-        w = pb.op.rmatvec(alpha * pb.y)
+        w = lax.cond(jnp.any(alpha != 0), lambda a: pb.op.rmatvec(a * pb.y), lambda a: jnp.zeros((pb.d,), dt), alpha)
         resume = (start.level & RESUME) != 0
         key = passes.key(self.seed)
         aux = start.aux
