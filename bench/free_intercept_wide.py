@@ -10,8 +10,8 @@ squared hinge (``--loss hinge``: the hinge) at the problem's C with svmopt's def
 timed call (wall clock; a first call over ``--once-over`` seconds is not repeated and its time,
 compile included, is reported as '<='; one past ``--budget`` seconds is stopped and reported as '>').
 Methods: ``auto`` (the default: on this shape ``dual_newton(warm="dual_cd")`` since 2026-11-29, handed
-over to alm after ``FREE_DUAL_NEWTON_CHECK`` steps, for the hinge ``FREE_HINGE_STEPS``; before, for the
-squared hinge ``newton(warm="dual_cd", warm_passes=300)``, for the hinge alm then pdhg), ``alm``
+over to alm, then pdhg, after ``FREE_DUAL_NEWTON_STEPS`` steps; before, for the squared hinge
+``newton(warm="dual_cd", warm_passes=300)``, for the hinge alm then pdhg), ``alm``
 (``alm(precondition=True, adapt_mu=True)``, auto's hand-over target), ``newton-warm`` (the squared
 hinge's earlier rule's first method alone, capped at 50 steps) and ``dual-newton-warm``
 (``dual_newton(warm="dual_cd")`` alone, at its own cap). The status column gives the relative gap of

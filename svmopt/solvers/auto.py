@@ -52,9 +52,9 @@ uncertified with a larger gap, the first result stays. The rules:
     point within 10 tol, else from zero (the better start far from the optimum);
   * newglmnet, STALLED or at its cap: ``alm``'s proximal steps from its point;
   * dual_newton with a free intercept (wide data, squared hinge or hinge): ``alm(precondition=True,
-    adapt_mu=True)`` where it has not certified in ``DUAL_NEWTON_STEPS`` steps (the hinge:
-    ``FREE_HINGE_STEPS``, its gap not looked at before) or stalled (nearly square data with raw
-    scales), from its point within 10 tol, else from zero; for the hinge, ``pdhg`` after alm as below;
+    adapt_mu=True)`` where it has not certified in ``FREE_DUAL_NEWTON_STEPS`` steps (its gap not looked
+    at before) or stalled (nearly square data with raw scales), from its point within 10 tol, else
+    from zero; then ``pdhg`` after alm as below;
   * alm (auto's first method, a loss with a box dual: the hinge with a free intercept), STALLED or
     at its cap: ``pdhg``, from its point (w, b and the multipliers) where its gap is within
     ``PDHG_WARM``, else from zero;
@@ -158,7 +158,7 @@ class Auto:
                                         "intercept, more features than rows, on the CPU: dual coordinate descent, "
                                         "then projected Newton on the dual where its passes have not certified"))
         if wide_box:
-            out.append((dual_newton(warm="dual_cd", **tol),
+            out.append((dual_newton(warm="dual_cd", max_cg=FREE_DUAL_NEWTON_CG, **tol),
                         "twice-differentiable loss with a box dual (squared hinge), l2, a free intercept, more "
                         "features than rows, on the CPU: projected Newton on the dual, keeping y^T alpha = 0, from "
                         "compiled dual CD passes on LIBLINEAR's bias-feature problem"))
@@ -225,15 +225,11 @@ class Auto:
                             cap=DUAL_CD_PASSES, go_on=0.1, warm_within=10.0 * float(self.tol),
                             label="alm(precondition=True, adapt_mu=True)")
         if method.name == "dual_newton" and pb.fit_intercept:  # wide, free intercept: alm where it crawls
+            # (its gap is not looked at before FREE_DUAL_NEWTON_STEPS), then pdhg at alm's cap as where alm is first
             to_alm = alm(precondition=True, adapt_mu=True, tol=self.tol)
-            ho = Handover(to_alm, check=FREE_DUAL_NEWTON_CHECK, cap=DUAL_NEWTON_STEPS, go_on=FREE_DUAL_NEWTON_GO_ON,
-                          warm_within=10.0 * float(self.tol), label="alm(precondition=True, adapt_mu=True)",
-                          when=(Status.STALLED, Status.MAX_ITER))
-            if bounded_dual(pb.replace(fit_intercept=False)):  # the hinge: no look at its gap before the cap,
-                # and pdhg after alm's cap, as where alm comes first
-                return ho._replace(check=FREE_HINGE_STEPS, cap=FREE_HINGE_STEPS, go_on=0.0,
-                                   then=self.handover(pb, to_alm, rows))
-            return ho
+            return Handover(to_alm, check=FREE_DUAL_NEWTON_STEPS, cap=FREE_DUAL_NEWTON_STEPS, go_on=0.0,
+                            warm_within=10.0 * float(self.tol), label="alm(precondition=True, adapt_mu=True)",
+                            when=(Status.STALLED, Status.MAX_ITER), then=self.handover(pb, to_alm, rows))
         if method.name == "newton" and pb.reg.quadratic is not None:  # stalled short of tol (float32 near a kink)
             cap = method.default_max_iter(pb)
             to_alm = Handover(alm(precondition=True, adapt_mu=True, tol=self.tol), check=min(cap, NEWTON_STEPS), cap=cap,
@@ -258,25 +254,26 @@ class Auto:
         return None
 
 
-FREE_DUAL_NEWTON_CHECK = 10
-FREE_DUAL_NEWTON_GO_ON = 0.5
-"""dual_newton with a free intercept (the wide squared hinge): its steps before auto looks, and the relative
-gap within which it goes on to ``DUAL_NEWTON_STEPS``, else alm takes over. bench.suite seeds 0, 3 and 5 (27
-wide problems, ``--size small``, float32): of the 18 it certified, 15 did by step 10 and 2 of the others were
-at gaps of 0.02 and 0.3 there (certified at 16 and 27; one at 0.8 took 36 steps); 7 of the 9 it did not
-certify were at a gap of 1 at step 10 (raw scales, nearly square)."""
+FREE_DUAL_NEWTON_STEPS = 100
+"""dual_newton with a free intercept (wide data; the squared hinge, the hinge, the smoothed hinge): its steps
+before alm takes over, with no look at the gap before then. The gap says little there: on raw-scaled problems
+it stays near 1 while the bounded rows are found, then closes in a few steps (the hinge: bench.suite seed 31's
+g00 1.0 at step 17, 5e-5 at 23; seed 37's g29 0.97 at step 40, 5e-5 at 49; the squared hinge: seed 59's g13
+1.0 at step 60, certified at 80). Read on the hinge (seeds 0, 3, 29, 31, 37, 46 wide problems, float32,
+``python -m bench.free_intercept_wide --loss hinge --methods dual-newton-warm``: 43 certified in 1-49 steps;
+a cap of 40 left seed 37's g29 and g30 to alm, which ended UNCERTIFIED). For the squared hinge the rule had
+been to look after 10 steps and hand over above a gap of 0.5: on seeds 53 and 59 (23 wide problems) that sent
+6 raw-scaled problems to alm which dual_newton alone certified in 21-80 steps (seed 59's g20: 0.10 s in 21
+steps, against 0.40 s for 10 steps and 873 alm iterations). bench/results/2026-11-29-free-intercept-wide-L2-cpu.md."""
 
-FREE_HINGE_STEPS = 100
-"""dual_newton with a free intercept on the hinge (wide data): its steps before alm takes over, with no look
-at the gap before then. The hinge's gap says little there: on raw-scaled problems it stays at ~1 while the
-bounded rows are found, then closes in a few steps (bench.suite seed 31's g00: 1.0 at step 17, 5e-5 at 23;
-seed 37's g29: 0.97 at step 40, 5e-5 at 49). bench.suite seeds 0, 3, 29, 31 and 37 (46 wide problems,
-float32, ``python -m bench.free_intercept_wide --loss hinge --methods dual-newton-warm``): 43 certified in
-1-49 steps; three raw-scaled ones stalled (after 184, 417 and 124 steps: 1,541 x 1,946 and 1,604 x 1,870
-dense, nearly square, and 4,863 x 10,251 sparse), where alm then pdhg (the rule before) did not certify
-either (the last two; minutes each). A step costs 0.01-0.1 s there, alm and pdhg after it seconds to minutes:
-the cap is set well past the slowest certified run (40 left seed 37's g29 and g30 to alm, which ended
-UNCERTIFIED at 8e-3 and 2e-2)."""
+FREE_DUAL_NEWTON_CG = 6000
+"""The squared hinge's cap on dual_newton's CG steps there (``DualNewton.max_cg``): where X X^T is nearly
+singular (raw scales, about as many features as rows) its steps run CG to ``cg_iters`` one after another and
+the gap stays at 1 (seed 19's g05: 33,496 CG steps in 100 Newton steps, seed 23's g35 41,665, 0.4 s a step),
+where alm certifies. Of the runs that certified in 10-100 steps on seeds 0, 3, 5, 19, 23, 53, 59, all but one
+took 167-5,295 CG steps (seed 59's g13: 12,708 in 80 steps, now alm's). With both caps, on seeds 61, 67, 71
+and 73 (37 wide problems, not tuned on): 37 certified, as by the rule before, median time 1.06x (noise: 32 ran
+the same stages)."""
 
 NEWTON_STEPS = 50
 """Newton steps before auto looks at a run that has not certified (it certified the shared sets in 7 to

@@ -102,6 +102,10 @@ class DualNewton(Method):
                 ``warm_eps``, LIBLINEAR's -e 0.1) and starts from their alpha; with a free intercept the
                 passes solve LIBLINEAR's bias-feature problem, and their alpha is projected onto
                 y^T alpha = 0 (static; None: from the start given, else 0)
+    max_cg      a cap on the CG steps of the whole run (None: none, the default): where they reach it the
+                run stops as at max_iter (MAX_ITER). A Newton step's cost is its CG steps (two products
+                with the free rows each), and where X X^T is nearly singular they run to ``cg_iters``
+                step after step: ``auto`` caps them so that alm takes over there (``FREE_DUAL_NEWTON_CG``)
     """
 
     tol: float = 1e-3
@@ -113,6 +117,7 @@ class DualNewton(Method):
     warm_passes: int = 300
     warm_eps: float = 0.1
     warm: Any = static(None)
+    max_cg: Any = None
 
     name = "dual_newton"
     polish_steps = (0, 0)  # alpha is the dual iterate itself: nothing for the driver's polish to add
@@ -131,6 +136,8 @@ class DualNewton(Method):
                 "the regression dual's |alpha| term: use method=dual_cd, newton or alm")
         check_positive(self, "tol", "cg_eta")
         check_positive(self, "cg_iters", "patience", integer=True)
+        if self.max_cg is not None:
+            check_positive(self, "max_cg", integer=True)
         check_positive(self, "obj_tol", "damping", allow_zero=True)
         if pb.d <= pb.n:
             warnings.warn(f"dual_newton on X with at least as many rows as features ({pb.n} x {pb.d}): its Newton "
@@ -298,7 +305,10 @@ class DualNewton(Method):
     def check(self, pb, st: DualNewtonState):
         # a step whose search failed (step 0) left the point as it was: the next one would repeat it
         stuck = (st.since >= self.patience) | (st.step == 0)
-        return jnp.where(st.crit <= self.tol, Status.CONVERGED, jnp.where(stuck, Status.STALLED, -1))
+        going = jnp.asarray(-1, jnp.int32)
+        if self.max_cg is not None:  # the CG budget spent: as at max_iter
+            going = jnp.where(st.cg >= self.max_cg, Status.MAX_ITER, going)
+        return jnp.where(st.crit <= self.tol, Status.CONVERGED, jnp.where(stuck, Status.STALLED, going))
 
     def finalize(self, pb, st: DualNewtonState) -> Iterate:
         return Iterate(st.scale * st.v, st.b, st.alpha,
