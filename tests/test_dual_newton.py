@@ -152,14 +152,15 @@ def test_runtime_numbers_do_not_recompile_and_a_resume_goes_on():
 def test_max_cg_stops_the_run_where_its_cg_steps_reach_it():
     """``max_cg`` (auto's cap where X X^T is nearly singular) is a runtime number: a run capped at half the
     CG steps an uncapped one took ends MAX_ITER after fewer Newton steps, its CG count at or past the cap
-    (a step's CG runs to its own end), with no new compile; a cap that is no positive integer is refused."""
+    (a step's CG runs to its own end), with no new compile, and its warning names the cap; a cap that is no
+    positive integer is refused."""
     X, y = wide()
     kw = dict(C=10.0, intercept_scaling=1.0, dtype=F64)
     whole = svmopt.solve(X, y, method=dual_newton(tol=1e-6, max_cg=10**6), **kw)
     assert whole.status == Status.CONVERGED
     n0 = svmopt.compile_count()
     cap = int(whole.extras["cg_steps"]) // 2
-    with pytest.warns(svmopt.ConvergenceWarning):
+    with pytest.warns(svmopt.ConvergenceWarning, match=f"max_cg = {cap} "):  # the warning names the cap
         part = svmopt.solve(X, y, method=dual_newton(tol=1e-6, max_cg=cap), **kw)
     assert svmopt.compile_count() == n0
     assert part.status == Status.MAX_ITER and part.iterations < whole.iterations

@@ -57,14 +57,15 @@ import dataclasses
 import warnings
 from typing import Any, NamedTuple
 
+import numpy as np
 import jax.numpy as jnp
 from jax import lax
 
 from ..problem import PROJECTION_STEPS, Problem, dual_objective, project_dual, relative_gap
 from ..result import Status
 from .warm import validate_warm, warm_passes
-from .base import DUAL, PRIMAL, Iterate, golden_min, Method, Start, box_table, check_positive, require, require_box_dual, \
-    start_or, stall_update, static
+from .base import DUAL, PRIMAL, Iterate, golden_min, Method, Start, box_table, check_positive, concrete, require, \
+    require_box_dual, start_or, stall_update, static
 
 __all__ = ["DualNewton", "dual_newton"]
 
@@ -282,7 +283,10 @@ class DualNewton(Method):
 
     def advice(self, status):
         if status in (Status.MAX_ITER, Status.STALLED):
-            return ("dual_newton is made for wide data (more features than rows) and converges from a good "
+            spent = None if self.max_cg is None else concrete(self.max_cg)
+            cap = (f"The cap may be max_cg = {int(np.asarray(spent))} (CG steps in all) rather than max_iter. "
+                   if status == Status.MAX_ITER and spent is not None else "")
+            return (cap + "dual_newton is made for wide data (more features than rows) and converges from a good "
                     "start: give it dual CD's point (init=svmopt.solve(..., method=svmopt.solvers.dual_cd, "
                     "max_iter=100)), as the default method (auto) does; in float32 a problem close to a hard "
                     "margin may need dtype=float64")
