@@ -31,6 +31,7 @@ with l2, and svmopt in float64 at tol 1e-9 (whose certified dual gives the lower
 
     python -m bench.certify                          # the whole matrix -> bench/results/<date>-certify-cpu.md
     python -m bench.certify --methods alm,nesvm --sets a1a --dtypes float64 --budget 30
+    python -m bench.certify --methods alm,nesvm,pdhg --pairs hinge:l1   # the LP-SVM alone
     python -m bench.certify --methods alm --params "alm:schedule=residual,rho=1.05" --tag=-alm-residual
                                                      # a candidate setting measured against the default
 """
@@ -345,14 +346,17 @@ def run_case(method_name, name, X, y, loss, reg, C, dtype, budget, params=None):
     P64 = objective(Xa, y, w, b, loss, reg, C)
     rel = float(r.gap) / max(abs(float(r.primal_objective)), 1e-300)
     return dict(status=Status(int(r.status)).name, gap=rel, seconds=secs, iterations=int(r.iterations),
-                P64=P64, ran=r.method, stages=[s["method"] for s in r.extras.get("stages", [])])
+                P64=P64, ran=r.method + ("+lp" if "certificate" in r.extras else ""),
+                stages=[s["method"] for s in r.extras.get("stages", [])])
 
 
-def cases(methods, sets, dtypes, cs=CS):
+def cases(methods, sets, dtypes, cs=CS, only=None):
     for m in methods:
         _, pairs, conv = METHODS[m]
         for name in sets:
             for loss, reg in pairs:
+                if only and f"{loss}:{reg}" not in only:
+                    continue
                 for dt in dtypes:
                     for C in cs:
                         yield m, name, loss, reg, conv, dt, C
@@ -382,6 +386,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="markdown table (default bench/results/<date>-certify-cpu.md)")
     ap.add_argument("--jsonl", default=None, help="one JSON row per run (appended)")
     ap.add_argument("--tag", default="", help="suffix of the default --out name (write --tag=-x for one with a dash)")
+    ap.add_argument("--pairs", default="", help='only these loss:reg pairs, e.g. "hinge:l1" (the LP-SVM)')
     ap.add_argument("--params", default="", help='settings over the defaults: "alm:schedule=residual,rho=1.05;nesvm:restart=none"')
     a = ap.parse_args(argv)
     methods = [m for m in a.methods.split(",") if m]
@@ -395,7 +400,8 @@ def main(argv=None):
     fails = []
     jl = open(a.jsonl, "a") if a.jsonl else None
     t_all = time.perf_counter()
-    for m, name, loss, reg, conv, dt, C in cases(methods, sets, dtypes, cs):
+    only = {p for p in a.pairs.split(",") if p}
+    for m, name, loss, reg, conv, dt, C in cases(methods, sets, dtypes, cs, only):
         X, y = data[name]
         ref = reference(name, X, y, loss, reg, conv, C, cache)
         CACHE.parent.mkdir(parents=True, exist_ok=True)

@@ -198,3 +198,31 @@ def scipy_primal(X, y, loss, reg, C=1.0):
                        options={"maxiter": 50000, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-11})
     w, b = wsplit(res.x)
     return float(reg.value(jnp.asarray(w))) + C * float(jnp.sum(loss.value(jnp.asarray(yy * (X @ w + b)))))
+
+
+def lp_primal(X, y, w, b, C):
+    return np.abs(w).sum() + C * np.maximum(1.0 - y * (X @ w + b), 0.0).sum()
+
+
+@lru_cache(maxsize=None)
+def lp_svm(name, C, fit_intercept=True):
+    """The LP-SVM's optimum on a shared set (``lp_optimum``)."""
+    X, y = load(name)
+    return lp_optimum(X, pm(y), C, fit_intercept)
+
+
+def lp_optimum(X, y, C, fit_intercept=True):
+    """min ||w||_1 + C sum_i xi_i  s.t. y_i (x_i.w + b) >= 1 - xi_i, xi >= 0, solved by HiGHS (float64)."""
+    from scipy.optimize import linprog
+
+    X = sp.csr_matrix(X, dtype=np.float64)
+    n, d = X.shape
+    YX = sp.diags(y) @ X
+    # variables [u (d), v (d), b (1), xi (n)], w = u - v
+    A = sp.hstack([-YX, YX, -y[:, None] * (1.0 if fit_intercept else 0.0), -sp.eye(n)], format="csr")
+    c = np.concatenate([np.ones(2 * d), [0.0], C * np.ones(n)])
+    bounds = [(0, None)] * (2 * d) + [(None, None) if fit_intercept else (0, 0)] + [(0, None)] * n
+    res = linprog(c, A_ub=A, b_ub=-np.ones(n), bounds=bounds, method="highs",
+                  options=dict(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10))
+    assert res.status == 0, res.message
+    return float(res.fun)

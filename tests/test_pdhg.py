@@ -3,8 +3,6 @@ linear program by scipy's HiGHS in float64, LIBSVM's C-SVC (hinge + l2, free int
 LIBLINEAR's -s 5 (squared hinge + l1). The LP-SVM is the problem no other method certifies: their
 dual points do not identify the LP's margin rows (docs/auto.md)."""
 import warnings
-from functools import lru_cache
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -17,30 +15,7 @@ from svmopt.losses import MissingCapability
 from svmopt.regularizers import l1, l2
 from svmopt.result import Status
 from svmopt.solvers import auto, pdhg
-from references import load, pm
-
-
-def lp_primal(X, y, w, b, C):
-    return np.abs(w).sum() + C * np.maximum(1.0 - y * (X @ w + b), 0.0).sum()
-
-
-@lru_cache(maxsize=None)
-def lp_svm(name, C, fit_intercept=True):
-    """min ||w||_1 + C sum_i xi_i  s.t. y_i (x_i.w + b) >= 1 - xi_i, xi >= 0, solved by HiGHS (float64)."""
-    from scipy.optimize import linprog
-
-    X, y = load(name)
-    X, y = sp.csr_matrix(X, dtype=np.float64), pm(y)
-    n, d = X.shape
-    YX = sp.diags(y) @ X
-    # variables [u (d), v (d), b (1), xi (n)], w = u - v
-    A = sp.hstack([-YX, YX, -y[:, None] * (1.0 if fit_intercept else 0.0), -sp.eye(n)], format="csr")
-    c = np.concatenate([np.ones(2 * d), [0.0], C * np.ones(n)])
-    bounds = [(0, None)] * (2 * d) + [(None, None) if fit_intercept else (0, 0)] + [(0, None)] * n
-    res = linprog(c, A_ub=A, b_ub=-np.ones(n), bounds=bounds, method="highs",
-                  options=dict(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10))
-    assert res.status == 0, res.message
-    return float(res.fun)
+from references import load, lp_primal, lp_svm, pm
 
 
 @pytest.mark.parametrize("name,C", [("heart_scale", 1.0), ("heart_scale", 100.0), ("a1a", 1.0), ("diabetes_scale", 10.0)])
