@@ -14,14 +14,14 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import driver
+from . import driver, lp_certificate
 from .checks import concrete, is_operator, is_traced
 from .plan import Plan
 from .problem import Problem
 from .result import RegressionResult, Result, SolverError, Status, warn_convergence
 from .stages import Outcome
 
-__all__ = ["result", "report", "conditioning_hint", "definiteness_hint", "rounding_hint"]
+__all__ = ["result", "report", "conditioning_hint", "definiteness_hint", "lp_hint", "rounding_hint"]
 
 
 def _split(w, scale):
@@ -123,7 +123,7 @@ def report(res: Result, plan: Plan, throw: bool, what: str = "") -> Result:
     failed = np.asarray(res.C, float)
     if np.ndim(failed) and np.shape(failed) == np.shape(status):
         failed = failed[status != Status.CONVERGED]
-    msg += conditioning_hint(plan.pb, np.max(failed)) + definiteness_hint(plan.pb)
+    msg += conditioning_hint(plan.pb, np.max(failed)) + definiteness_hint(plan.pb) + lp_hint(plan.pb, res.method)
     if throw:
         raise SolverError(msg)
     warn_convergence(msg, stacklevel=4)
@@ -146,6 +146,16 @@ def rounding_hint(res: Result) -> str:
             f"{worst:.2g} |P| on this problem (large C, rows' norms and ||w||), so it certifies nothing; solve in "
             "float64 (jax.config.update('jax_enable_x64', True) and dtype='float64'), scale the features "
             "(e.g. to [0, 1] or unit variance), or loosen tol above that figure")
+
+
+def lp_hint(pb: Problem, ran: str) -> str:
+    """For an LP-SVM (hinge + l1) that a primal method left uncertified, even with the LP's dual from its
+    point (``svmopt.lp_certificate``): the method that converges to a dual point too."""
+    if "pdhg" in str(ran) or not lp_certificate.applies(pb):
+        return ""
+    return (f". The hinge with l1 is a linear program (the LP-SVM): {ran}'s point was not close enough for the LP "
+            "dual near its margin to certify it; method=pdhg (the default's choice here) converges in the dual "
+            "too")
 
 
 def definiteness_hint(pb: Problem) -> str:

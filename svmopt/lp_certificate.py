@@ -43,7 +43,7 @@ MAX_ENTRIES = 2_000_000
 """The most stored entries of X the free rows may hold (the LP's constraint matrix): a wider band is
 not tried."""
 SECONDS = 2.0
-"""HiGHS's time limit for one LP."""
+"""The default time for one ``certify`` call (its LPs share it: HiGHS's time limit is what is left)."""
 BLOCK = 8192
 """Rows per block where a float64 product reads a float32 X (no float64 copy of X)."""
 
@@ -101,9 +101,9 @@ def _feasible(alpha, X, y, free_b: bool):
     return alpha / (max(1.0, v) * (1 + 64 * np.finfo(np.float64).eps))
 
 
-def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds):
+def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds, seconds):
     """scipy's HiGHS in a worker thread: the caller's thread waits in short slices, so Ctrl-C stops
-    the solve at once (the LP itself ends within ``SECONDS``, unobserved)."""
+    the solve at once (the LP itself ends within ``seconds``, unobserved)."""
     from scipy.optimize import linprog
 
     box: dict = {}
@@ -111,7 +111,7 @@ def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds):
     def work():
         try:
             box["res"] = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs",
-                                 options={"time_limit": SECONDS})
+                                 options={"time_limit": seconds})
         except Exception as exc:  # noqa: BLE001  (a failed LP only means no certificate)
             box["error"] = exc
 
@@ -122,13 +122,13 @@ def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds):
     return box.get("res")
 
 
-def certify(pb: Problem, w, b, tol: float):
+def certify(pb: Problem, w, b, tol: float, seconds: float = SECONDS):
     """A dual point for the LP-SVM ``pb`` near the primal point (w, b), or None.
 
     Returns dict(primal, dual, alpha, rows, delta, seconds): w's primal objective and the best dual
     objective found (float64), its dual point (n,), the LP's free rows and band; the gap is within
     ``tol`` when the bands allowed it (the last band tried otherwise). None where X cannot be read on
-    the host or no band gave a feasible LP."""
+    the host or no band gave a feasible LP within ``seconds`` (wider bands are not tried after them)."""
     t0 = time.perf_counter()
     X = _host_matrix(pb.op)
     if X is None:
@@ -145,6 +145,9 @@ def certify(pb: Problem, w, b, tol: float):
     row_nnz = np.diff(X.indptr) if sp.issparse(X) else np.full(X.shape[0], X.shape[1])
     best, last = None, None
     for delta in DELTAS:
+        left = seconds - (time.perf_counter() - t0)
+        if left <= 0:
+            break
         free = live & (np.abs(margin - 1.0) <= delta)
         if last is not None and np.array_equal(free, last):
             continue
@@ -162,7 +165,7 @@ def certify(pb: Problem, w, b, tol: float):
             eq = dict(A_eq=y[idx][None, :], b_eq=np.array([-float(fixed @ y)])) if free_b else dict(A_eq=None,
                                                                                                      b_eq=None)
             bounds = np.column_stack([np.zeros(idx.size), cs[idx]])
-            res = _linprog(-np.ones(idx.size), A_ub, b_ub, eq["A_eq"], eq["b_eq"], bounds)
+            res = _linprog(-np.ones(idx.size), A_ub, b_ub, eq["A_eq"], eq["b_eq"], bounds, left)
             if res is None or res.x is None or res.status not in (0, 1):  # 1: the time limit, with a point
                 continue
             alpha[idx] = np.clip(res.x, 0.0, cs[idx])

@@ -242,17 +242,19 @@ On a1a (C = 1, float64) alm's point certified from 3,000 iterations, nesvm's and
 between 3,000 and their caps (20,000 and 50,000: 4 s and 22 s)."""
 LP_SHARE = 0.25
 """The LP certificates of a run may take at most this share of its time before the last one."""
+LP_MIN_SECONDS = 0.2
+"""The least time an LP certificate before the last one gets."""
 
 
 def _lp_applies(plan: Plan) -> bool:
     return not plan.traced and lp_certificate.applies(plan.pb)
 
 
-def _lp_row(plan: Plan, k: int, r, single: bool):
+def _lp_row(plan: Plan, k: int, r, single: bool, seconds: float = lp_certificate.SECONDS):
     """(the summary with the LP's certificate, its stage record), or (None, record) where the LP's dual
     is not better than the run's own, or (None, None) where there is none (``svmopt.lp_certificate``)."""
     tol = float(np.asarray(plan.method.gap_tol()))
-    cert = lp_certificate.certify(plan.problem(k), r.w, r.b, tol)
+    cert = lp_certificate.certify(plan.problem(k), r.w, r.b, tol, seconds)
     if cert is None:
         return None, None
     primal, dual = cert["primal"], cert["dual"]
@@ -310,7 +312,9 @@ def _lp_segments(plan: Plan, kw) -> Outcome:
         last = status != Status.MAX_ITER or done >= cap
         if status in (Status.MAX_ITER, Status.STALLED, Status.UNCERTIFIED) and (
                 last or lp_run <= LP_SHARE * timings["run"]):
-            new, record = _lp_row(plan, 0, s, True)
+            share = LP_SHARE * timings["run"]  # (the last check: at least lp_certificate.SECONDS)
+            new, record = _lp_row(plan, 0, s, True, max(share, lp_certificate.SECONDS) if last else
+                                  max(share - lp_run, LP_MIN_SECONDS))
             if record is not None:
                 lp_run += record["run"]
                 timings["run"] += record["run"]

@@ -77,11 +77,11 @@ def test_bias_feature_and_no_intercept():
 
 def test_a_far_point_stays_uncertified_in_a_grid():
     """A C grid (the batch path): C = 1 certifies; at C = 100 alm stalls 20% above the optimum, and the
-    LP's dual, although better than alm's own, cannot certify that point: STALLED, with a warning and a
-    dual objective still below the optimum."""
+    LP's dual, although better than alm's own, cannot certify that point: STALLED, with a warning that
+    names pdhg and a dual objective still below the optimum."""
     X, y = load("a1a")
     X, yy = sp.csr_matrix(X, dtype=np.float64), pm(y)
-    with pytest.warns(svmopt.ConvergenceWarning):
+    with pytest.warns(svmopt.ConvergenceWarning, match="linear program .*method=pdhg"):
         r = svmopt.solve(X, y, loss=hinge, reg=l1, method=alm, C=np.array([1.0, 100.0]), dtype=F64)
     status = [Status(int(s)) for s in np.asarray(r.status)]
     assert status[0] == Status.CONVERGED and status[1] != Status.CONVERGED
