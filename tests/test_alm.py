@@ -7,7 +7,7 @@ import pytest
 import jax.numpy as jnp
 
 import svmopt
-from svmopt.losses import hinge, lp_hinge, squared_hinge
+from svmopt.losses import hinge, logistic, lp_hinge, squared_hinge
 from svmopt.result import ConvergenceWarning, SolverError, Status
 from svmopt.solvers import alm
 from references import dual_certificate, lbfgs, linearsvc, load, objective, pm
@@ -257,9 +257,9 @@ def test_adapt_mu_removes_preconditioned_tail():
     assert float(r.extras["mu"]) < 0.1 * mu0  # it did adapt: mu shrank
 
 
-def test_adapt_mu_is_a_runtime_number_and_on_where_it_applies():
+def test_adapt_mu_is_a_runtime_number_and_on_by_default():
     """adapt_mu is static, its numbers are runtime: they run without a new structure; the default
-    (None) adapts mu with an l2-type regularizer only, and asking for it with l1 names the problem."""
+    (None) adapts mu, with any regularizer (l1 included, since 2026-11-29)."""
     assert alm.adapt_mu is None and alm.precondition is False
     X, y = load("heart_scale")
     a = svmopt.solve(X, y, loss=squared_hinge, method=alm(precondition=True, adapt_mu=True, mu_every=20),
@@ -270,8 +270,32 @@ def test_adapt_mu_is_a_runtime_number_and_on_where_it_applies():
     assert "adapt_mu" in alm.static_fields() and "mu_every" in alm.dynamic_fields()
     with pytest.raises(ValueError):
         svmopt.solve(X, y, method=alm(adapt_mu=True, mu_factor=0.5))
-    with pytest.raises(svmopt.MissingCapability, match="l2-type regularizer"):
-        svmopt.solve(X, y, method=alm(adapt_mu=True), reg=svmopt.regularizers.l1)
+    from svmopt.prepare import prepare
+
+    assert alm.adapts(prepare(X, y, loss=hinge, reg=svmopt.regularizers.l1)[0])
+
+
+@pytest.mark.parametrize("name", ["heart_scale", "diabetes_scale"])
+@pytest.mark.parametrize("loss", [hinge, logistic], ids=repr)
+def test_l1_at_large_C_certifies_with_the_adapted_mu(name, loss):
+    """l1, C = 100, alm at its defaults: with mu fixed (adapt_mu=False, the default before 2026-11-29)
+    these ended STALLED or MAX_ITER at relative gaps of 0.13-0.4; the adapted mu (its dual residual
+    ||w - prox_l1(w - X^T lam)||) certifies, and the objective lies within tol of an independent optimum:
+    HiGHS's LP for the hinge (the LP-SVM), L-BFGS-B on w = w+ - w- for the logistic loss (float64)."""
+    from references import lp_optimum, scipy_primal
+
+    X, y = load(name)
+    C, l1 = 100.0, svmopt.regularizers.l1
+    r = svmopt.solve(X, y, loss=loss, reg=l1, method=alm, C=C, dtype=jnp.float64)
+    fixed = svmopt.solve(X, y, loss=loss, reg=l1, method=alm(adapt_mu=False), C=C, dtype=jnp.float64, max_iter=3000)
+    assert r.status == Status.CONVERGED, (r.status, float(r.relative_gap))
+    assert fixed.status != Status.CONVERGED  # (what the change is for)
+    yy = pm(y)
+    ref = lp_optimum(X, yy, C) if loss is hinge else scipy_primal(X.toarray(), y, loss, l1, C)
+    w, b = np.asarray(r.w, np.float64), float(r.b)
+    P = float(l1.value(jnp.asarray(w))) + C * float(jnp.sum(loss.value(jnp.asarray(yy * (X @ w + b)))))
+    assert P == pytest.approx(float(r.primal_objective), rel=1e-9)
+    assert P <= ref * (1 + 1e-3) + 1e-9 and float(r.dual_objective) <= max(ref, P) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("name", ["heart_scale", "a1a"])

@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from ..problem import Problem, dual_objective, live_mean, primal_objective, project_dual, relative_gap
 from ..result import Status
@@ -119,15 +120,17 @@ class ALM(Method):
                         scaled direction keeps eq. 18's role. Off by default (bench/README.md
                         has the measurements).
     adapt_mu            (static) adapt mu when the run stalls: when the criterion has not halved in
-                        ``mu_every`` iterations, mu /= mu_factor if the dual residual
-                        ||(w + X^T lam, 1^T lam)|| > mu_down * the primal one ||X w + b - y + e||
-                        (differentiable losses only), mu *= mu_factor if primal > mu_up * dual.
-                        Removes the tail crawl of precondition=True at tight tolerances (docs/auto.md).
-                        l2-type regularizers. None (default): on with an l2-type regularizer, off
-                        otherwise. With a fixed mu, C = 100 stalled at a relative gap of ~0.95
-                        (bench.certify, hinge / squared hinge / Lp 1.5 / logistic + l2 on heart_scale,
-                        diabetes_scale, a1a, standardized breast-cancer, C 0.01 / 1 / 100, float32 and
-                        float64: 68 of 96 certified; adapted: 96 of 96).
+                        ``mu_every`` iterations, mu /= mu_factor if the dual residual > mu_down * the
+                        primal one ||X w + b - y + e|| (differentiable losses only), mu *= mu_factor if
+                        primal > mu_up * dual. The dual residual: with l2 ||(w + X^T lam, 1^T lam)||,
+                        with any other regularizer ||w - prox_R(w - X^T lam)|| (and 1^T lam), whose
+                        X^T lam is formed only then. Removes the tail crawl of precondition=True at
+                        tight tolerances (docs/auto.md). None (default): on. With a fixed mu, C = 100
+                        stalled at a relative gap of ~0.95 (bench.certify, hinge / squared hinge /
+                        Lp 1.5 / logistic + l2 on heart_scale, diabetes_scale, a1a, standardized
+                        breast-cancer, C 0.01 / 1 / 100, float32 and float64: 68 of 96 certified;
+                        adapted: 96 of 96). With l1 / elastic net (on since 2026-11-29; before, mu
+                        stayed fixed there): see docs/auto.md for the matrix.
     mu_down, mu_up, mu_factor, mu_every, mu_min   its runtime numbers (mu_min relative like mu0)
     power_iters         power iterations for L of the prox step (non-quadratic regularizers)
     """
@@ -158,8 +161,8 @@ class ALM(Method):
     name = "alm"
 
     def adapts(self, pb: Problem) -> bool:
-        """Static: does mu adapt on this problem (``adapt_mu``, None: where the regularizer is l2-type)?"""
-        return pb.reg.quadratic is not None if self.adapt_mu is None else bool(self.adapt_mu)
+        """Static: does mu adapt on this problem (``adapt_mu``; None: yes)?"""
+        return True if self.adapt_mu is None else bool(self.adapt_mu)
 
     def validate(self, pb: Problem) -> None:
         require(pb.reg.has_conjugate or self.criterion == "grad",
@@ -191,9 +194,6 @@ class ALM(Method):
             check_positive(self, "cg_tol")
         if self.cg_iters is not None:
             check_positive(self, "cg_iters", integer=True)
-        if self.adapt_mu:
-            require(pb.reg.quadratic is not None, f"alm adapt_mu needs an l2-type regularizer, got {pb.reg!r}; "
-                                                  "leave adapt_mu=None (on only where it applies)")
         factor = concrete(self.mu_factor)
         if factor is not None and not factor >= 1.0:
             raise ValueError(f"alm needs mu_factor >= 1, got mu_factor={self.mu_factor}")
@@ -280,8 +280,8 @@ class ALM(Method):
             crit = _grad_norm(pb, w, b, f) / st.g0
         best, since = stall_update(st.best, st.since, primal, self.obj_tol)
         if self.adapts(pb):
-            res, dres = _residuals(pb, w, f, y, e, lam, v)
-            mu, tick, ref = _balance_mu(self, st, mu, crit, res, dres, pb.loss.is_differentiable)
+            mu, tick, ref = _balance_mu(self, st, mu, crit, lambda: _residuals(pb, w, f, y, e, lam, v),
+                                        pb.loss.is_differentiable)
             st = st._replace(tick=tick, ref=ref)
         grown = jnp.minimum(mu * self.rho, st.mu_cap)
         if self.schedule == "paper":
@@ -328,18 +328,20 @@ class ALM(Method):
         return Start(st.w, st.b, -pb.y * st.lam, jnp.asarray(PRIMAL | DUAL, jnp.int32), st.mu)
 
 
-def _balance_mu(m, st, mu, crit, r, s, shrink):
+def _balance_mu(m, st, mu, crit, residuals, shrink):
     """Penalty adaptation for a stalled run: when the criterion has not halved in ``mu_every``
-    iterations, compare the primal residual r = ||X w + b - y + e|| with the dual residual
-    s = ||(w + X^T lam, 1^T lam)|| (the Lagrangian's (w, b) gradient) and divide mu by
-    ``mu_factor`` when s > mu_down * r, multiply it when r > mu_up * s (residual balancing,
-    Boyd et al. 2011 sec. 3.4.1, applied only when progress stalls). lam is the unscaled
-    multiplier: it stays. ``shrink`` (static) is False for the hinge: there a smaller mu slowed
-    the tail, a larger one helped.
+    iterations, compare the primal residual r = ||X w + b - y + e|| with the dual residual s
+    (``_residuals``: how far the multipliers are from stationarity in (w, b)), both from
+    ``residuals()`` (evaluated only then), and divide mu by ``mu_factor`` when s > mu_down * r,
+    multiply it when r > mu_up * s (residual balancing, Boyd et al. 2011 sec. 3.4.1, applied only
+    when progress stalls). lam is the unscaled multiplier: it stays. ``shrink`` (static) is False
+    for the hinge: there a smaller mu slowed the tail, a larger one helped.
     A change resets the reference criterion, so mu moves at most once per ``mu_every``."""
     halved = crit <= 0.5 * st.ref
     tick = jnp.where(halved, 0, st.tick + 1)
     due = tick >= m.mu_every
+    zero = jnp.zeros((), mu.dtype)
+    r, s = lax.cond(due, lambda: tuple(jnp.asarray(x, mu.dtype) for x in residuals()), lambda: (zero, zero))
     down = due & (s > m.mu_down * r) if shrink else jnp.zeros((), bool)
     up = due & ~down & (r > m.mu_up * s)
     new = jnp.where(up, jnp.minimum(mu * m.mu_factor, st.mu_cap),
@@ -348,12 +350,17 @@ def _balance_mu(m, st, mu, crit, r, s, shrink):
 
 
 def _residuals(pb: Problem, w, f, y, e, lam, v):
-    """(primal, dual) residuals: ||X w + b - y + e|| (the constraint) and the (w, b) gradient of the
-    Lagrangian ||(c w + X^T lam, 1^T lam)|| (c w - v with v of the multipliers' projected dual point,
-    computed for the gap: no extra matvec where it was)."""
+    """(primal, dual) residuals: ||X w + b - y + e|| (the constraint) and the multipliers' distance from
+    stationarity in (w, b): with l2 the Lagrangian's gradient ||(c w + X^T lam, 1^T lam)|| (c w - v with v
+    of the multipliers' projected dual point, computed for the gap: no extra matvec where it was); with
+    another regularizer ||w - prox_R(w - X^T lam)|| in w (zero exactly where -X^T lam is a subgradient
+    of R at w), one X^T lam."""
     live = pb.s > 0
     res = jnp.linalg.norm(jnp.where(live, f - y + e, 0.0))
     gb = jnp.sum(jnp.where(live, lam, 0.0)) if pb.fit_intercept else 0.0
+    if pb.reg.quadratic is None:  # the distance of -X^T lam to R's subdifferential at w, by its prox
+        v = -pb.op.rmatvec(jnp.where(live, lam, 0.0))
+        return res, jnp.sqrt(jnp.sum((w - pb.reg.prox(w + v, 1.0)) ** 2) + gb * gb)
     v = -pb.op.rmatvec(jnp.where(live, lam, 0.0)) if v is None else v
     return res, jnp.sqrt(jnp.sum((pb.reg.quadratic * w - v) ** 2) + gb * gb)
 
