@@ -101,11 +101,17 @@ def _feasible(alpha, X, y, free_b: bool):
     return alpha / (max(1.0, v) * (1 + 64 * np.finfo(np.float64).eps))
 
 
+def _scipy_linprog():
+    """scipy.optimize.linprog, imported on first use (a third of a second that ``import svmopt`` does not pay)."""
+    from scipy.optimize import linprog
+
+    return linprog
+
+
 def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds, seconds):
     """scipy's HiGHS in a worker thread: the caller's thread waits in short slices, so Ctrl-C stops
     the solve at once (the LP itself ends within ``seconds``, unobserved)."""
-    from scipy.optimize import linprog
-
+    linprog = _scipy_linprog()
     box: dict = {}
 
     def work():
@@ -129,6 +135,7 @@ def certify(pb: Problem, w, b, tol: float, seconds: float = SECONDS):
     objective found (float64), its dual point (n,), the LP's free rows and band; the gap is within
     ``tol`` when the bands allowed it (the last band tried otherwise). None where X cannot be read on
     the host or no band gave a feasible LP within ``seconds`` (wider bands are not tried after them)."""
+    _scipy_linprog()  # (its first import is not the LPs' time)
     t0 = time.perf_counter()
     X = _host_matrix(pb.op)
     if X is None:

@@ -242,7 +242,7 @@ On a1a (C = 1, float64) alm's point certified from 3,000 iterations, nesvm's and
 between 3,000 and their caps (20,000 and 50,000: 4 s and 22 s)."""
 LP_SHARE = 0.25
 """The LP certificates of a run may take at most this share of its time before the last one."""
-LP_MIN_SECONDS = 0.2
+LP_MIN_SECONDS = 0.5
 """The least time an LP certificate before the last one gets."""
 
 
@@ -305,6 +305,8 @@ def _lp_segments(plan: Plan, kw) -> Outcome:
     while True:
         (s,), (h,), t = _execute(plan, method, None, start, at - done, **kw)
         _add(timings, t)
+        if done and h:  # (a segment's first row is the point the one before it ended on)
+            h = {key: np.asarray(v)[1:] for key, v in h.items()}
         hist = _join_histories([hist, h], [done, int(s.iterations)]) if done else h
         done += int(s.iterations)
         s = s._replace(iterations=np.asarray(done, np.asarray(s.iterations).dtype))

@@ -91,3 +91,20 @@ def test_a_far_point_stays_uncertified_in_a_grid():
         assert float(r.dual_objective[k]) <= ref * (1 + 1e-12)
         assert P == pytest.approx(float(r.primal_objective[k]), rel=1e-9)
     assert (float(r.primal_objective[1]) - lp_svm("a1a", 100.0)) / lp_svm("a1a", 100.0) > 0.1
+
+
+def test_a_named_method_stops_at_the_first_segment_that_certifies():
+    """homotopy_nesvm on heart_scale (C = 1): the LP certificate is tried after 1,000 iterations, then
+    2,000, ...; the run ends at the first that certifies, far below the method's cap, and its history
+    runs on without a repeated row, to the reported iteration."""
+    X, y = load("heart_scale")
+    X, yy = sp.csr_matrix(X, dtype=np.float64), pm(y)
+    r = svmopt.solve(X, y, loss=hinge, reg=l1, method=homotopy_nesvm, C=1.0, history=True, record_every=50)
+    assert r.status == Status.CONVERGED and r.iterations % 1000 == 0
+    assert r.iterations <= homotopy_nesvm.default_max_iter(None) // 10
+    it = np.asarray(r.history["iteration"])
+    assert np.all(np.diff(it) > 0) and it[-1] == r.iterations
+    ref = lp_svm("heart_scale", 1.0)
+    P = lp_primal(X, yy, np.asarray(r.w, np.float64), float(r.b), 1.0)
+    assert ref * (1 - 1e-9) <= P <= ref * (1 + homotopy_nesvm.tol)
+    _check_dual_point(X, yy, r, 1.0, ref)
