@@ -295,8 +295,9 @@ def _lp_certify(plan: Plan, rows, stages, timings, single: bool) -> bool:
 
 
 def _lp_segments(plan: Plan, kw) -> Outcome:
-    """A single hinge + l1 problem with a method the user named: the method runs in segments that end
-    at ``LP_FIRST`` iterations, twice that, ... up to its cap, each resumed exactly from the last; at
+    """A single hinge + l1 problem without a hand-over (a named method, or auto's pdhg): it runs in segments that end
+    at ``LP_FIRST`` iterations, twice that, ... up to its cap, each resumed from the state the last one
+    carried (``Method.carry``: alm's w, b, multipliers and mu; its stall and adaptation counters restart); at
     each end the LP certificate is tried (while the LPs have taken at most ``LP_SHARE`` of the time),
     and the first that certifies ends the run. The method's own CONVERGED ends it too."""
     method, cap = plan.method, plan.max_iter
