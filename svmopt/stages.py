@@ -258,7 +258,7 @@ def _lp_row(plan: Plan, k: int, r, single: bool, seconds: float = lp_certificate
     if cert is None:
         return None, None
     primal, dual = cert["primal"], cert["dual"]
-    rel = (primal - dual) / max(abs(primal), np.finfo(np.float64).tiny)
+    rel = float(relative_gap(np.float64(primal), np.float64(dual)))
     ok = rel <= tol
     status = Status.CONVERGED if ok else Status(int(r.status))
     record = dict(method="lp_certificate", status=status, iterations=0, relative_gap=abs(rel), compile=0.0,
